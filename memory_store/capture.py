@@ -1,0 +1,286 @@
+"""From a Claude Code event to the memories worth keeping.
+
+Pure functions: no database, no clock. Every text goes through `finish()` on its way
+out: `<private>` spans dropped, secrets redacted, recall's own injection markers
+neutralised (so recalled text fed back to Claude can never be re-captured as a new
+memory or pose as a recall block), whitespace tidied and the length capped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+
+from .config import CaptureConfig
+from .models import MemoryDraft, PostToolUse, PostToolUseFailure
+from .redact import clean, is_env_file, mentions_env_file, redact_env_values
+
+INJECTION_TAG = "recall-memory"  # the element recall wraps recalled memories in (see inject.py)
+_TAG_LOOKALIKE = re.compile(r"<(/?)\s*recall-memor(y|ies)\b", re.IGNORECASE)
+_WHITESPACE_RUNS = re.compile(r"[ \t\r\f\v]+")
+_BLANK_LINES = re.compile(r"\n{3,}")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+# Our own command and CLI: capturing their output would store recalled text again.
+RECALL_COMMAND_PREFIX = "/recall:"
+_RECALL_CLI = re.compile(r"(?:^|[;&|(\s/])recall(?:\s|$)|memory_store\.cli")
+
+_DECISION = re.compile(
+    r"\b(decid\w*|we(?:'ll| will) use|switch(?:ed)? to|instead of|chose|going with|always|never|must|"
+    r"remember|important|convention|policy|rule|prefer\w*|from now on)\b",
+    re.IGNORECASE,
+)
+_CORRECTION = re.compile(
+    r"(^\s*(no|nope|wrong|actually|not quite)\b|that's (not|wrong)|\bdon't\b|\bdo not\b|\bstop\b|\binstead\b)",
+    re.IGNORECASE,
+)
+_TROUBLE = re.compile(r"\b(error|exception|traceback|fail\w*|bug|fix\w*|broken|crash\w*|regression)\b", re.IGNORECASE)
+
+BASE_IMPORTANCE = {"error": 0.6, "exchange": 0.4, "response": 0.35, "prompt": 0.35, "tool": 0.2, "note": 0.5}
+
+
+def neutralize(text: str) -> str:
+    """Defang anything that looks like recall's injection block."""
+    return _TAG_LOOKALIKE.sub(lambda m: f"‹{m.group(1)}{INJECTION_TAG}", text)
+
+
+def tidy(text: str) -> str:
+    text = _WHITESPACE_RUNS.sub(" ", text.replace("\x00", ""))
+    return _BLANK_LINES.sub("\n\n", text).strip()
+
+
+def cap(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - 1)].rstrip() + "…"
+
+
+def cap_middle(text: str, limit: int) -> str:
+    """Keep the head and the tail (where commands print their errors and summaries)."""
+    if len(text) <= limit:
+        return text
+    head = limit // 3
+    tail = limit - head - 3
+    return text[:head].rstrip() + " … " + text[-tail:].lstrip()
+
+
+def finish(text: str, limit: int) -> str:
+    """The last step for every captured string."""
+    return cap(tidy(neutralize(clean(text))), limit)
+
+
+def importance(kind: str, text: str) -> float:
+    """A 0–1 guess at how much a memory matters: decisions, corrections and errors rank high."""
+    score = BASE_IMPORTANCE.get(kind, 0.3)
+    if _DECISION.search(text):
+        score += 0.25
+    if kind in ("prompt", "exchange") and _CORRECTION.search(text):
+        score += 0.2
+    if _TROUBLE.search(text):
+        score += 0.15
+    return round(min(1.0, score), 3)
+
+
+def extractive_summary(text: str, limit: int) -> str:
+    """Shorten an answer without a model: the opening sentences, then sentences that carry
+    decisions, numbers, paths or code, in their original order, until `limit`."""
+    text = tidy(text)
+    if len(text) <= limit:
+        return text
+    sentences = [s for s in _SENTENCE_END.split(text) if s.strip()]
+    keep: list[int] = []
+    used = 0
+
+    def take(i: int) -> None:
+        nonlocal used
+        if i not in keep and used + len(sentences[i]) + 1 <= limit:
+            keep.append(i)
+            used += len(sentences[i]) + 1
+
+    for i in range(min(2, len(sentences))):
+        take(i)
+    salient = re.compile(r"[`/\\]|\d|" + _DECISION.pattern, re.IGNORECASE)
+    for i, sentence in enumerate(sentences):
+        if salient.search(sentence):
+            take(i)
+    if not keep:
+        return cap(text, limit)
+    return " ".join(sentences[i] for i in sorted(keep))
+
+
+def relative(path: str, cwd: str) -> str:
+    try:
+        rel = os.path.relpath(path, cwd)
+    except ValueError:  # another drive on Windows
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def _as_text(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):  # MCP-style content blocks
+        parts = [item.get("text", "") if isinstance(item, dict) else str(item) for item in value]
+        return "\n".join(p for p in parts if p)
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _tool_files(tool_input, tool_response) -> list[str]:
+    files = []
+    for source in (tool_input, tool_response):
+        if isinstance(source, dict):
+            for key in ("file_path", "filePath", "notebook_path", "path"):
+                value = source.get(key)
+                if isinstance(value, str) and value and value not in files:
+                    files.append(value)
+            inner = source.get("file")
+            if isinstance(inner, dict) and isinstance(inner.get("filePath"), str):
+                if inner["filePath"] not in files:
+                    files.append(inner["filePath"])
+    return files
+
+
+def _compact_input(tool_input, limit: int) -> str:
+    if isinstance(tool_input, dict):
+        if isinstance(tool_input.get("command"), str):
+            return cap(tool_input["command"], limit)
+        parts = []
+        for key, value in tool_input.items():
+            if key in ("content", "old_string", "new_string", "description"):
+                continue
+            parts.append(f"{key}={_as_text(value)}")
+        return cap(" ".join(parts), limit)
+    return cap(_as_text(tool_input), limit)
+
+
+def is_recall_invocation(command: str) -> bool:
+    """A shell command that runs recall's own CLI (its output is recalled memory)."""
+    return bool(_RECALL_CLI.search(command or ""))
+
+
+def _render_tool(event: PostToolUse, cfg: CaptureConfig) -> str | None:
+    name, tool_input, response = event.tool_name, event.tool_input, event.tool_response
+    cwd = event.cwd
+    inputs = tool_input if isinstance(tool_input, dict) else {}
+    files = _tool_files(tool_input, response)
+    shown = relative(files[0], cwd) if files else ""
+    env_file = any(is_env_file(f) for f in files)
+    out_limit = cfg.max_tool_output_chars
+
+    def body(text: str) -> str:
+        text = redact_env_values(text) if env_file else text
+        return cap_middle(tidy(text), out_limit)
+
+    if name == "Bash":
+        command = inputs.get("command") if isinstance(inputs.get("command"), str) else _as_text(tool_input)
+        if is_recall_invocation(command):
+            return None
+        output = ""
+        if isinstance(response, dict):
+            output = "\n".join(_as_text(response.get(k)) for k in ("stdout", "stderr") if response.get(k))
+        else:
+            output = _as_text(response)
+        if mentions_env_file(command):
+            output = redact_env_values(output)
+        rendered = f"Bash `{cap(command, cfg.max_tool_input_chars)}`"
+        return rendered + (f" → {cap_middle(tidy(output), out_limit)}" if output.strip() else "")
+    if name == "Edit" or name == "MultiEdit":
+        edits = inputs.get("edits") if isinstance(inputs.get("edits"), list) else [inputs]
+        changes = []
+        for edit in edits:
+            if isinstance(edit, dict):
+                old, new = _as_text(edit.get("old_string")), _as_text(edit.get("new_string"))
+                changes.append(f"`{body(old)}` → `{body(new)}`")
+        return f"Edit {shown}: " + "; ".join(changes)
+    if name == "Write":
+        content = _as_text(inputs.get("content"))
+        action = response.get("type") if isinstance(response, dict) and response.get("type") else "write"
+        lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+        return f"Write {shown} ({action}, {lines} lines): {body(content)}"
+    if name == "Read":
+        file_info = response.get("file") if isinstance(response, dict) else None
+        content = _as_text(file_info.get("content")) if isinstance(file_info, dict) else ""
+        lines = file_info.get("numLines") if isinstance(file_info, dict) else None
+        head = f"Read {shown}" + (f" ({lines} lines)" if lines else "")
+        return head + (f": {body(content)}" if content.strip() else "")
+    compact = _compact_input(tool_input, cfg.max_tool_input_chars)
+    output = _as_text(response)
+    return f"{name} {compact}".strip() + (f" → {body(output)}" if output.strip() else "")
+
+
+def tool_observation(event: PostToolUse, cfg: CaptureConfig, project: str, at: float, home: str = "") -> MemoryDraft | None:
+    """A PostToolUse event as a compact observation: tool, input, trimmed output, files touched."""
+    if event.tool_name in cfg.skip_tools:
+        return None
+    files = _tool_files(event.tool_input, event.tool_response)
+    if home and any(os.path.abspath(f).startswith(home.rstrip(os.sep) + os.sep) for f in files):
+        return None  # recall's own files (database, logs) are not memories
+    rendered = _render_tool(event, cfg)
+    if not rendered:
+        return None
+    text = finish(rendered, cfg.max_tool_input_chars + cfg.max_tool_output_chars + 200)
+    meta = {"tool": event.tool_name, "files": [clean(f) for f in files]}
+    if event.tool_use_id:
+        meta["tool_use_id"] = event.tool_use_id
+    return MemoryDraft(project=project, session_id=event.session_id, kind="tool", text=text, created_at=at,
+                       importance=importance("tool", text) + (0.1 if event.tool_name in ("Edit", "Write") else 0),
+                       meta=meta)
+
+
+def tool_failure(event: PostToolUseFailure, cfg: CaptureConfig, project: str, at: float) -> MemoryDraft | None:
+    """A failed tool call: the command and its error (prime material: errors and their fixes)."""
+    if event.tool_name in cfg.skip_tools:
+        return None
+    inputs = event.tool_input if isinstance(event.tool_input, dict) else {}
+    command = inputs.get("command") if isinstance(inputs.get("command"), str) else ""
+    if command and is_recall_invocation(command):
+        return None
+    what = f"`{cap(command, cfg.max_tool_input_chars)}`" if command else _compact_input(event.tool_input, cfg.max_tool_input_chars)
+    verb = "interrupted" if event.is_interrupt else "failed"
+    error = redact_env_values(event.error) if mentions_env_file(command) else event.error
+    text = finish(f"{event.tool_name} {verb}: {what} — {cap_middle(tidy(error), cfg.max_error_chars)}",
+                  cfg.max_error_chars + cfg.max_tool_input_chars + 50)
+    files = _tool_files(event.tool_input, None)
+    meta = {"tool": event.tool_name, "files": [clean(f) for f in files]}
+    if event.tool_use_id:
+        meta["tool_use_id"] = event.tool_use_id
+    return MemoryDraft(project=project, session_id=event.session_id, kind="error", text=text, created_at=at,
+                       importance=importance("error", text), meta=meta)
+
+
+def prompt_memory(prompt: str, cfg: CaptureConfig, project: str, session_id: str, at: float,
+                  meta: dict | None = None) -> MemoryDraft | None:
+    """A user prompt, unless it is empty, private or one of recall's own commands."""
+    if prompt.lstrip().startswith(RECALL_COMMAND_PREFIX):
+        return None
+    text = finish(prompt, cfg.max_prompt_chars)
+    if not text or text == "[private]":
+        return None
+    return MemoryDraft(project=project, session_id=session_id, kind="prompt", text=text, created_at=at,
+                       importance=importance("prompt", text), meta=dict(meta or {}))
+
+
+def exchange_memory(prompt: str | None, answer: str, cfg: CaptureConfig, project: str, session_id: str,
+                    at: float, meta: dict | None = None) -> MemoryDraft | None:
+    """The extractive summary of one exchange: the prompt and the gist of the final answer."""
+    answer_text = finish(extractive_summary(clean(answer or ""), cfg.max_answer_chars), cfg.max_answer_chars)
+    prompt_text = finish(prompt, cfg.max_prompt_chars) if prompt else ""
+    if not answer_text and not prompt_text:
+        return None
+    if prompt_text and answer_text:
+        text = f"Q: {prompt_text}\nA: {answer_text}"
+    else:
+        text = prompt_text or answer_text
+    return MemoryDraft(project=project, session_id=session_id, kind="exchange", text=text, created_at=at,
+                       importance=importance("exchange", text), meta=dict(meta or {}))
+
+
+def command_words(command: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return command.split()

@@ -1,0 +1,127 @@
+"""All of recall's tunables, in one validated place.
+
+Every threshold, window, weight and budget the store uses is a field here, with its
+default and a description. Users override any of them in `<data dir>/config.json`
+(nested like the model, e.g. `{"tiers": {"warm_top_k": 3}}`). The hook client does not
+import this module (pydantic costs ~60 ms); it has only transport limits of its own.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class CaptureConfig(_Section):
+    skip_tools: list[str] = Field(
+        default=["Glob", "Grep", "LS", "TodoWrite", "TodoRead", "ToolSearch", "ExitPlanMode", "BashOutput"],
+        description="Tools whose PostToolUse events are noise for memory (listing, searching, bookkeeping).",
+    )
+    max_prompt_chars: int = Field(4000, ge=100, description="A prompt longer than this is trimmed before storage.")
+    max_answer_chars: int = Field(
+        1200, ge=100, description="Extractive summary length of the assistant's answer in an exchange."
+    )
+    max_tool_input_chars: int = Field(300, ge=50, description="Compact rendering of a tool call's input.")
+    max_tool_output_chars: int = Field(600, ge=50, description="Trimmed tool output kept with an observation.")
+    max_error_chars: int = Field(800, ge=50, description="Error text kept from a failed tool call.")
+
+
+class CueConfig(_Section):
+    """When a prompt triggers warm-tier retrieval. Each cue can be switched off."""
+
+    question: bool = Field(True, description="A question mark or a question word at the start.")
+    path: bool = Field(True, description="A file or directory reference (src/app.py, ./docs, ~/x).")
+    long_prompt: bool = Field(True, description="More than `long_prompt_words` words.")
+    long_prompt_words: int = Field(10, ge=1)
+    temporal: bool = Field(True, description="yesterday, last week, earlier, before, previously, ago …")
+
+
+class TierConfig(_Section):
+    hot_size: int = Field(5, ge=0, description="Interactions kept in the hot deque.")
+    hot_window_hours: float = Field(24, gt=0, description="The hot tier forgets interactions older than this.")
+    warm_window_days: float = Field(
+        7, gt=0, description="Memories younger than this can be injected on a cued prompt; older ones are cold."
+    )
+    warm_min_similarity: float = Field(
+        0.4, ge=0, le=1, description="Cosine similarity a dense match needs to be injected."
+    )
+    warm_top_k: int = Field(2, ge=0, description="At most this many memories per injection.")
+
+
+class InjectConfig(_Section):
+    budget_chars: int = Field(
+        1500, ge=200, le=8000, description="Characters of recalled context per injection (hard cap 10,000)."
+    )
+    hot_budget_chars: int = Field(1500, ge=200, le=8000, description="Characters of the SessionStart hot-tier brief.")
+    max_item_chars: int = Field(600, ge=80, description="One recalled memory is cut to this length.")
+
+
+class RankingConfig(_Section):
+    fusion: Literal["weighted", "rrf", "fts", "dense"] = Field(
+        "weighted", description="How lexical and dense candidates are combined (measured: see README)."
+    )
+    rrf_k: int = Field(60, ge=1, description="Reciprocal rank fusion constant.")
+    lexical_weight: float = Field(0.5, ge=0, description="Weight of FTS5 BM25 in the weighted fusion.")
+    dense_weight: float = Field(0.5, ge=0, description="Weight of cosine similarity in the weighted fusion.")
+    candidates: int = Field(60, ge=5, description="Candidates taken from each retriever before fusion.")
+    recency_weight: float = Field(0.05, ge=0, description="How much exp(-age/decay) adds to a score.")
+    recency_decay_days: float = Field(30, gt=0)
+    priority_weight: float = Field(0.05, ge=0, description="How much the RFM priority adds to a score.")
+    rfm_recency: float = Field(0.3, ge=0)
+    rfm_frequency: float = Field(0.2, ge=0)
+    rfm_importance: float = Field(0.5, ge=0)
+    rfm_half_life_days: float = Field(14, gt=0)
+    temporal_bucket_weights: dict[str, float] = Field(
+        default={"hour": 1.0, "day": 0.8, "week": 0.5, "month": 0.3, "older": 0.1},
+        description="Boost by age bucket, applied only to queries that ask about time.",
+    )
+    temporal_weight: float = Field(0.1, ge=0)
+    dedup_similarity: float = Field(
+        0.97, gt=0, le=1, description="A new memory this close to an older one of its kind supersedes it."
+    )
+
+
+class EmbeddingConfig(_Section):
+    model: str = Field(
+        "recall/all-MiniLM-L6-v2-int8",
+        description="fastembed model name. The default ships with recall (offline); others may download.",
+    )
+    threads: int | None = Field(None, ge=1, description="onnxruntime threads (None: all cores).")
+    batch_size: int = Field(16, ge=1, description="Texts per model call (small batches pad less).")
+    max_chars: int = Field(1000, ge=50, description="Text beyond this is not embedded (the model sees 256 tokens).")
+
+
+class RerankConfig(_Section):
+    enabled: bool = Field(False, description="Rerank the top candidates with a cross-encoder.")
+    model: str = Field("Xenova/ms-marco-MiniLM-L-6-v2", description="fastembed TextCrossEncoder model name.")
+    top_n: int = Field(20, ge=2)
+
+
+class WorkerConfig(_Section):
+    idle_timeout_minutes: float = Field(30, gt=0, description="The worker exits after this long without requests.")
+    embed_batch: int = Field(64, ge=1, description="Memories taken from the embedding queue per round.")
+
+
+class Config(_Section):
+    capture: CaptureConfig = CaptureConfig()
+    cues: CueConfig = CueConfig()
+    tiers: TierConfig = TierConfig()
+    inject: InjectConfig = InjectConfig()
+    ranking: RankingConfig = RankingConfig()
+    embedding: EmbeddingConfig = EmbeddingConfig()
+    rerank: RerankConfig = RerankConfig()
+    worker: WorkerConfig = WorkerConfig()
+
+
+def load_config(path: Path | None) -> Config:
+    """The defaults, overridden by the JSON file at `path` when it exists."""
+    if path is None or not path.is_file():
+        return Config()
+    return Config.model_validate(json.loads(path.read_text(encoding="utf-8")))

@@ -1,0 +1,191 @@
+"""The SQLite database: connection settings and schema migrations.
+
+apsw rather than the stdlib `sqlite3`: many Python builds (macOS among them) cannot load
+extensions through `sqlite3`, and sqlite-vec is an extension. apsw bundles a recent
+SQLite with FTS5 on every OS.
+
+Migrations are an ordered list of functions; `PRAGMA user_version` is the number applied.
+Each migration and its version bump run in one transaction, so a crash mid-migration
+leaves the previous version intact.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from contextlib import contextmanager
+from pathlib import Path
+
+import apsw
+
+BUSY_TIMEOUT_MS = 10_000  # many hooks write at once; waiting beats "database is locked"
+
+
+def vec_extension_path() -> str | None:
+    """Path of sqlite-vec's loadable `vec0`, without importing sqlite_vec (which imports numpy)."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.origin:
+        return None
+    return os.path.join(os.path.dirname(spec.origin), "vec0")
+
+
+def load_vec(conn: apsw.Connection) -> str | None:
+    """Load sqlite-vec into `conn`; return None on success or the reason it is unavailable."""
+    path = vec_extension_path()
+    if path is None:
+        return "the sqlite-vec package is not installed"
+    try:
+        conn.enable_load_extension(True)
+        conn.load_extension(path)
+        conn.enable_load_extension(False)
+    except (apsw.Error, AttributeError) as exc:
+        return f"sqlite-vec failed to load from {path}: {exc}"
+    return None
+
+
+def connect(path: Path, *, readonly: bool = False) -> apsw.Connection:
+    """Open the database with recall's settings (WAL, busy timeout, foreign keys)."""
+    flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    if not readonly and not path.exists():
+        # Create the file 0600 before SQLite does (it would honour the umask).
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+        os.close(fd)
+    conn = apsw.Connection(str(path), flags=flags)
+    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    if not readonly:
+        conn.execute("PRAGMA journal_mode=WAL")
+    # NORMAL in WAL mode: a commit survives any process crash (SIGKILL included); only a
+    # power loss can drop the last transactions.
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+@contextmanager
+def write_transaction(conn: apsw.Connection):
+    """BEGIN IMMEDIATE … COMMIT. Taking the write lock up front (instead of upgrading a read
+    transaction) lets the busy timeout do its job; a deferred upgrade fails with BUSY at once
+    when another process committed in between."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        if not conn.getautocommit():
+            conn.execute("ROLLBACK")
+        raise
+    else:
+        conn.execute("COMMIT")
+
+
+# --- migrations -------------------------------------------------------------------------
+
+
+def m001_initial(conn: apsw.Connection) -> None:
+    conn.execute(
+        """
+        CREATE TABLE memories (
+            id INTEGER PRIMARY KEY,
+            project TEXT NOT NULL,
+            session_id TEXT NOT NULL DEFAULT '',
+            kind TEXT NOT NULL,
+            text TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            importance REAL NOT NULL DEFAULT 0.3,
+            seen_count INTEGER NOT NULL DEFAULT 1,
+            access_count INTEGER NOT NULL DEFAULT 0,
+            last_accessed REAL,
+            superseded_by INTEGER REFERENCES memories(id) ON DELETE SET NULL,
+            content_hash TEXT NOT NULL,
+            meta TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX memories_project_time ON memories(project, created_at);
+        CREATE INDEX memories_session_time ON memories(session_id, created_at);
+        CREATE UNIQUE INDEX memories_dedup ON memories(project, kind, content_hash);
+
+        -- Every captured event, by the id its producer gave it: the exactly-once ledger for
+        -- spool ingestion, retries and re-imports. memory_id is NULL for events that make
+        -- no memory (SessionStart, skipped tools).
+        CREATE TABLE events (
+            event_id TEXT PRIMARY KEY,
+            memory_id INTEGER REFERENCES memories(id) ON DELETE SET NULL,
+            received_at REAL NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX events_memory ON events(memory_id);
+
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            text, content='memories', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts(rowid, text) VALUES (new.id, new.text);
+        END;
+        CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, text) VALUES ('delete', old.id, old.text);
+        END;
+        CREATE TRIGGER memories_fts_update AFTER UPDATE OF text ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, text) VALUES ('delete', old.id, old.text);
+            INSERT INTO memories_fts(rowid, text) VALUES (new.id, new.text);
+        END;
+
+        -- Memories waiting for an embedding (filled by trigger, drained by the worker).
+        CREATE TABLE embed_queue (memory_id INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE);
+        CREATE TRIGGER memories_embed_enqueue AFTER INSERT ON memories BEGIN
+            INSERT OR IGNORE INTO embed_queue(memory_id) VALUES (new.id);
+        END;
+
+        CREATE TABLE sessions (
+            session_id TEXT PRIMARY KEY,
+            project TEXT NOT NULL,
+            started_at REAL NOT NULL,
+            ended_at REAL,
+            end_reason TEXT,
+            transcript_path TEXT
+        );
+
+        -- What recall already put into a session's context, so it never repeats itself.
+        CREATE TABLE injections (
+            session_id TEXT NOT NULL,
+            memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            injected_at REAL NOT NULL,
+            hook TEXT NOT NULL,
+            PRIMARY KEY (session_id, memory_id)
+        ) WITHOUT ROWID;
+
+        -- Event ids of forgotten memories: a re-import must not bring them back.
+        CREATE TABLE forgotten (event_id TEXT PRIMARY KEY, forgotten_at REAL NOT NULL) WITHOUT ROWID;
+
+        -- Transcript files already imported, with their size when read (skip unchanged files).
+        CREATE TABLE imported_files (path TEXT PRIMARY KEY, size INTEGER NOT NULL, entries INTEGER NOT NULL,
+                                     imported_at REAL NOT NULL);
+
+        -- Which embedding model the vector table holds (one model at a time, never mixed).
+        CREATE TABLE vector_index (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            model TEXT NOT NULL,
+            dim INTEGER NOT NULL,
+            created_at REAL NOT NULL
+        );
+        """
+    )
+
+
+MIGRATIONS = [m001_initial]
+
+
+def schema_version(conn: apsw.Connection) -> int:
+    return conn.execute("PRAGMA user_version").fetchone()[0]
+
+
+def migrate(conn: apsw.Connection) -> int:
+    """Apply pending migrations; returns the resulting schema version."""
+    version = schema_version(conn)
+    if version > len(MIGRATIONS):
+        raise RuntimeError(
+            f"database schema version {version} is newer than this recall ({len(MIGRATIONS)}); upgrade recall"
+        )
+    for number in range(version, len(MIGRATIONS)):
+        with write_transaction(conn):  # the migration and its version bump, atomically
+            if schema_version(conn) > number:  # another process migrated meanwhile
+                continue
+            MIGRATIONS[number](conn)
+            conn.execute(f"PRAGMA user_version = {number + 1}")
+    return schema_version(conn)

@@ -1,0 +1,205 @@
+"""Ranking: query processing, fusion of lexical and dense candidates, recency and priority.
+
+score = fusion(lexical, dense)
+      + recency_weight  · exp(-age / recency_decay)
+      + priority_weight · (0.3·R + 0.2·F + 0.5·I)          (RFM priority)
+      + temporal_weight · bucket(age)                       (only for queries about time)
+
+R = exp(-ln2 · t / half_life) with t the time since the memory was last seen or used,
+F = log(n+1) / log(N+1) with n its uses and sightings and N the largest n among the
+candidates, I its importance (0–1, from capture heuristics). The weights live in
+config.RankingConfig; the README explains how the defaults were measured.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import dataclass, field
+
+from .config import RankingConfig
+
+DAY = 86400.0
+
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are aren't as at be because been before being below
+    between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each
+    few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself
+    him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most
+    mustn't my myself no nor not of off on once only or other ought our ours ourselves out over own same shan't
+    she she'd she'll she's should shouldn't so some such than that that's the their theirs them themselves then
+    there there's these they they'd they'll they're they've this those through to too under until up very was
+    wasn't we we'd we'll we're we've were weren't what what's when when's where where's which while who who's
+    whom why why's with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves
+    also just like get got really would could will shall may might must yeah yes ok okay please thanks thank
+    tell know think remember recall said say says did does done kind sort thing things something anything
+    """.split()
+)
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+_QUESTION_START = re.compile(
+    r"^\s*(who|what|when|where|why|how|which|whose|whom|is|are|was|were|do|does|did|can|could|should|would|"
+    r"will|have|has|had)\b",
+    re.IGNORECASE,
+)
+_PATH_CUE = re.compile(
+    r"(?:^|[\s`'\"(])(?:~?\.{0,2}/[\w.\-/]+|[\w.\-]+/[\w.\-/]*[\w\-]|[\w\-]+\.(?:py|js|ts|tsx|jsx|go|rs|rb|java|kt|c|h|"
+    r"cpp|hpp|cs|php|md|txt|json|ya?ml|toml|ini|cfg|sh|sql|html|css|scss|lock|env|xml|proto|gradle|swift))\b"
+)
+
+# Relative time expressions: (pattern, start offset in days, end offset in days, bucket).
+_RELATIVE_TIME = [
+    (re.compile(r"\b(just now|a moment ago|minutes? ago|an hour ago|this morning|this afternoon|earlier today|"
+                r"today)\b", re.I), 1.0, 0.0, "hour"),
+    (re.compile(r"\b(yesterday|last night)\b", re.I), 2.0, 0.5, "day"),
+    (re.compile(r"\b(this week|few days ago|couple of days ago|days ago|recently|lately)\b", re.I), 7.0, 0.0,
+     "week"),
+    (re.compile(r"\b(last week|a week ago|previous week)\b", re.I), 14.0, 6.0, "week"),
+    (re.compile(r"\b(this month|weeks ago|couple of weeks|last month|a month ago)\b", re.I), 62.0, 0.0, "month"),
+]
+_TEMPORAL_WORDS = re.compile(
+    r"\b(yesterday|today|tonight|last (?:week|month|year|time|night|session)|earlier|before|previously|"
+    r"ago|recently|lately|when|since|this (?:morning|week|month)|the other day)\b",
+    re.IGNORECASE,
+)
+
+
+def words(text: str) -> list[str]:
+    return [w.lower().replace("’", "'") for w in _WORD.findall(text)]
+
+
+def normalize_term(word: str) -> str:
+    """A light stemmer for coverage checks (FTS5 applies the real Porter stemmer)."""
+    for suffix in ("'s", "ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+@dataclass
+class Query:
+    """A search query after processing."""
+
+    text: str
+    terms: list[str] = field(default_factory=list)  # content words, stopwords removed, in order, unique
+    asks_about_time: bool = False
+    since: float | None = None  # a relative-time phrase narrows the window…
+    until: float | None = None
+    bucket: str | None = None  # …and says which age bucket to favour
+
+    @property
+    def fts(self) -> str | None:
+        """FTS5 MATCH expression: each term quoted (no FTS syntax can leak through), OR-ed."""
+        if not self.terms:
+            return None
+        return " OR ".join('"' + t.replace('"', '""') + '"' for t in self.terms)
+
+
+def parse_query(text: str, now: float | None = None) -> Query:
+    now = time.time() if now is None else now
+    seen: set[str] = set()
+    terms = []
+    for word in words(text):
+        if word in STOPWORDS or (len(word) < 2 and not word.isdigit()) or word in seen:
+            continue
+        seen.add(word)
+        terms.append(word)
+    if not terms:  # a query made only of stopwords still deserves an answer
+        terms = list(dict.fromkeys(w for w in words(text) if len(w) > 1))[:8]
+    query = Query(text=text, terms=terms, asks_about_time=bool(_TEMPORAL_WORDS.search(text)))
+    for pattern, start_days, end_days, bucket in _RELATIVE_TIME:
+        if pattern.search(text):
+            query.since = now - start_days * DAY
+            query.until = now - end_days * DAY if end_days else None
+            query.bucket = bucket
+            break
+    return query
+
+
+def prompt_cues(prompt: str, cues) -> list[str]:
+    """Which retrieval cues a prompt carries (config.CueConfig switches each on or off)."""
+    found = []
+    if cues.question and ("?" in prompt or _QUESTION_START.search(prompt)):
+        found.append("question")
+    if cues.path and _PATH_CUE.search(prompt):
+        found.append("path")
+    if cues.long_prompt and len(prompt.split()) > cues.long_prompt_words:
+        found.append("long")
+    if cues.temporal and _TEMPORAL_WORDS.search(prompt):
+        found.append("temporal")
+    return found
+
+
+def term_coverage(query: Query, text: str) -> float:
+    """Share of the query's content terms that occur in `text` (after light stemming)."""
+    if not query.terms:
+        return 0.0
+    present = {normalize_term(w) for w in words(text)}
+    return sum(1 for t in query.terms if normalize_term(t) in present) / len(query.terms)
+
+
+# --- fusion -------------------------------------------------------------------------------
+
+
+def rrf(rankings: list[list[int]], k: int, weights: list[float] | None = None) -> dict[int, float]:
+    """Reciprocal rank fusion: Σ w / (k + rank)."""
+    weights = weights or [1.0] * len(rankings)
+    scores: dict[int, float] = {}
+    for ranking, weight in zip(rankings, weights):
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
+    return scores
+
+
+def weighted(lexical: dict[int, float], dense: dict[int, float], w_lex: float, w_dense: float) -> dict[int, float]:
+    """Score fusion: BM25 scaled by the best BM25 of the query (0–1), plus cosine similarity."""
+    best = max(lexical.values(), default=0.0)
+    scores: dict[int, float] = {}
+    for item, value in lexical.items():
+        scores[item] = w_lex * (value / best if best > 0 else 0.0)
+    for item, similarity in dense.items():
+        scores[item] = scores.get(item, 0.0) + w_dense * max(0.0, similarity)
+    return scores
+
+
+def fuse(lexical: dict[int, float], dense: dict[int, float], cfg: RankingConfig) -> dict[int, float]:
+    """Combine lexical (positive BM25, higher is better) and dense (cosine) candidate scores."""
+    if cfg.fusion == "fts" or not dense:
+        return weighted(lexical, {}, 1.0, 0.0)
+    if cfg.fusion == "dense" or not lexical:
+        return weighted({}, dense, 0.0, 1.0)
+    if cfg.fusion == "rrf":
+        order_lex = sorted(lexical, key=lexical.get, reverse=True)
+        order_dense = sorted(dense, key=dense.get, reverse=True)
+        return rrf([order_lex, order_dense], cfg.rrf_k, [cfg.lexical_weight, cfg.dense_weight])
+    return weighted(lexical, dense, cfg.lexical_weight, cfg.dense_weight)
+
+
+# --- recency and priority -------------------------------------------------------------------
+
+
+def recency(age_seconds: float, decay_days: float) -> float:
+    return math.exp(-max(0.0, age_seconds) / (decay_days * DAY))
+
+
+def rfm_priority(
+    since_last_use: float, uses: int, max_uses: int, importance: float, cfg: RankingConfig
+) -> float:
+    """0.3·R + 0.2·F + 0.5·I (weights from config)."""
+    r = math.exp(-math.log(2) * max(0.0, since_last_use) / (cfg.rfm_half_life_days * DAY))
+    f = math.log(uses + 1) / math.log(max_uses + 1) if max_uses > 0 else 0.0
+    return cfg.rfm_recency * r + cfg.rfm_frequency * f + cfg.rfm_importance * importance
+
+
+def age_bucket(age_seconds: float) -> str:
+    if age_seconds < 3600:
+        return "hour"
+    if age_seconds < DAY:
+        return "day"
+    if age_seconds < 7 * DAY:
+        return "week"
+    if age_seconds < 31 * DAY:
+        return "month"
+    return "older"

@@ -1,0 +1,143 @@
+"""Privacy filters applied before any text touches disk. Standard library only.
+
+Two jobs:
+- `strip_private` drops `<private>…</private>` spans (an unclosed tag hides the rest);
+- `redact` replaces secrets (cloud keys, tokens, JWTs, PEM keys, credential assignments,
+  Authorization headers, passwords in URLs) with `[REDACTED:<kind>]`.
+
+Both are idempotent, so the hook client (spool), the worker (database) and the logger
+can all apply them without coordinating.
+"""
+
+from __future__ import annotations
+
+import re
+
+PRIVATE_SPAN = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
+PRIVATE_PLACEHOLDER = "[private]"
+
+# (kind, pattern, group to replace or 0 for the whole match). Order matters: specific before generic.
+_SECRET_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
+    (
+        "private-key",
+        re.compile(
+            r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+            re.DOTALL,
+        ),
+        0,
+    ),
+    ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{16,}"), 0),
+    ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"), 0),
+    ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|ABIA|ACCA)[A-Z0-9]{16}\b"), 0),
+    (
+        "aws-secret-key",
+        re.compile(r"(?i)(aws_?secret_?(?:access_?)?key\W{0,3}\s*[=:]\s*[\"']?)([A-Za-z0-9/+=]{40})"),
+        2,
+    ),
+    ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})\b"), 0),
+    ("gitlab-token", re.compile(r"\bgl(?:pat|dt|ptt|rt|cbt|imt|oas)-[A-Za-z0-9_\-]{20,}"), 0),
+    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), 0),
+    ("slack-webhook", re.compile(r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_\-]+"), 0),
+    ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"), 0),
+    ("stripe-key", re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{20,}\b"), 0),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), 0),
+    (
+        "authorization",
+        re.compile(
+            r"(?i)((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|digest|bot)\s+)?)"
+            r"([^\s\"',;]{4,})"
+        ),
+        2,
+    ),
+    (
+        "api-key-header",
+        re.compile(r"(?i)((?:x-api-key|api-key|x-auth-token|x-access-token)[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{4,})"),
+        2,
+    ),
+    ("url-password", re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s:/@\"']+:)([^\s@/\"']{1,})(?=@)"), 2),
+    (
+        "credential",
+        re.compile(
+            r"(?i)((?<![A-Za-z0-9])[A-Za-z0-9_.\-]*(?:password|passwd|pwd|passphrase|secret|token|api[_\-]?key|"
+            r"access[_\-]?key|private[_\-]?key|client[_\-]?secret|auth[_\-]?key|credentials?)[\"']?"
+            r"\s*(?:=|:=|:|=>)\s*)(\"[^\"\n]*\"|'[^'\n]*'|[^\s,;&)}\]]+)"
+        ),
+        2,
+    ),
+]
+
+# KEY=VALUE lines of dotenv files: every value is treated as secret.
+_ENV_LINE = re.compile(r"(?m)^(\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_.\-]*\s*=\s*)(.+?)\s*$")
+_ENV_FILE_NAME = re.compile(r"(?:^|[/\\])\.env(?:\.[A-Za-z0-9_.\-]+)?$|(?:^|[/\\])[^/\\]*\.env$")
+_ENV_FILE_IN_COMMAND = re.compile(r"(?:^|[\s/\"'=<])\.env(?:\.[A-Za-z0-9_\-]+)?(?=$|[\s\"';|&>)])")
+
+
+def _marker(kind: str) -> str:
+    return f"[REDACTED:{kind}]"
+
+
+def strip_private(text: str) -> str:
+    """Remove `<private>` spans entirely; their content is never stored anywhere."""
+    if "<private" not in text.lower():
+        return text
+    return PRIVATE_SPAN.sub(PRIVATE_PLACEHOLDER, text)
+
+
+def _replace(kind: str, group: int):
+    marker = _marker(kind)
+
+    def sub(match: re.Match[str]) -> str:
+        if group == 0:
+            return marker
+        value = match.group(group)
+        if value.startswith("[REDACTED:") or value == PRIVATE_PLACEHOLDER:
+            return match.group(0)  # already redacted: keep idempotent
+        quote = value[0] if value[:1] in ("'", '"') and value[-1:] == value[:1] and len(value) > 1 else ""
+        start, end = match.span(group)
+        base = match.start(0)
+        whole = match.group(0)
+        return whole[: start - base] + f"{quote}{marker}{quote}" + whole[end - base :]
+
+    return sub
+
+
+def redact(text: str) -> str:
+    """Replace every secret found in `text` with a `[REDACTED:<kind>]` marker."""
+    if not text:
+        return text
+    for kind, pattern, group in _SECRET_PATTERNS:
+        text = pattern.sub(_replace(kind, group), text)
+    return text
+
+
+def is_env_file(path: str) -> bool:
+    """True for dotenv files (`.env`, `.env.local`, `prod.env`): all their values are secrets."""
+    return bool(path) and bool(_ENV_FILE_NAME.search(path))
+
+
+def mentions_env_file(command: str) -> bool:
+    """True when a shell command reads or writes a dotenv file (e.g. `cat .env`)."""
+    return bool(command) and bool(_ENV_FILE_IN_COMMAND.search(command))
+
+
+def redact_env_values(text: str) -> str:
+    """Blank out the value of every KEY=VALUE line (for content of dotenv files)."""
+    return _ENV_LINE.sub(lambda m: m.group(1) + _marker("env-value"), text)
+
+
+def clean(text: str) -> str:
+    """Everything a captured string goes through before storage: private spans, then secrets."""
+    return redact(strip_private(text))
+
+
+def clean_tree(value, _depth: int = 0):
+    """Apply `clean` to every string inside a JSON-like value (dict keys included)."""
+    if isinstance(value, str):
+        return clean(value)
+    if _depth > 64:
+        return None
+    if isinstance(value, dict):
+        return {clean(str(k)): clean_tree(v, _depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean_tree(v, _depth + 1) for v in value]
+    return value

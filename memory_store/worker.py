@@ -1,0 +1,323 @@
+"""The long-lived worker: one per data directory, holding the database, the model and caches.
+
+Hooks are short processes; loading fastembed and the model costs them 1–2 s and ~300 MB,
+so they talk to this process instead. It:
+
+- takes an exclusive lock (`runtime/worker.lock`): a second worker for the same data dir
+  exits at once, and a crashed worker's lock is released by the OS (no stale locks);
+- listens on a Unix socket (loopback TCP + token file on Windows), answering hook, search,
+  health, stats and shutdown requests (transport.py has the framing);
+- ingests the spool before it answers, so events stay in order;
+- loads the embedding model in the background and embeds queued memories in batches;
+- exits after `idle_timeout_minutes` without requests, when its data dir disappears or
+  another worker took its socket, and on SIGTERM.
+
+Run it with `python -m memory_store.worker --home DIR` (hooks do this, detached).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import signal
+import socketserver
+import sys
+import threading
+import time
+import traceback
+
+from . import __version__, spool, transport
+from .config import load_config
+from .events import BadEvent, handle_event
+from .locks import acquire_lock
+from .logs import JsonLog
+from .paths import DataPaths, ensure_private_dir
+from .store import Store
+
+WATCH_INTERVAL = 2.0  # seconds between idle/ownership checks
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        worker: Worker = self.server.worker  # type: ignore[attr-defined]
+        try:
+            raw = transport.read_line(self.connection, time.monotonic() + 30)
+            message = json.loads(raw)
+            if not isinstance(message, dict):
+                raise ValueError("request is not an object")
+            answer = worker.answer(message)
+        except Exception as exc:
+            worker.log.error("bad_request", error=f"{type(exc).__name__}: {exc}")
+            answer = {"ok": False, "error": str(exc)}
+        try:
+            self.connection.sendall(transport.encode(answer))
+        except OSError:
+            pass  # the hook gave up waiting; it has spooled the event, and the event id dedups it
+
+
+class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    request_queue_size = 64
+
+
+class _TcpServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    daemon_threads = True
+    request_queue_size = 64
+    allow_reuse_address = False
+
+
+class Worker:
+    def __init__(self, paths: DataPaths):
+        self.paths = paths
+        self.config = load_config(paths.config)
+        self.log = JsonLog(paths.log_file, "worker")
+        self.store = Store(paths, self.config)
+        self.store.allow_model_load = False  # loaded by the embedding thread, never on a request
+        self.started = time.time()
+        self.last_request = time.monotonic()
+        self.stop_event = threading.Event()
+        self.work_event = threading.Event()  # something new to embed
+        self.spool_lock = threading.Lock()
+        self.token = secrets.token_hex(16)
+        self.server: socketserver.BaseServer | None = None
+        self.socket_inode: int | None = None
+        self.model_state = "loading"
+
+    # --- requests ---------------------------------------------------------------------------------
+
+    def answer(self, message: dict) -> dict:
+        if message.get("v") != transport.PROTOCOL_VERSION:
+            return {"ok": False, "error": "unsupported protocol", "protocol": transport.PROTOCOL_VERSION}
+        if transport.USE_TCP and not secrets.compare_digest(str(message.get("token", "")), self.token):
+            return {"ok": False, "error": "bad token"}
+        self.last_request = time.monotonic()
+        op = message.get("op")
+        if op == "health":
+            return {"ok": True, **self.health()}
+        if op == "hook":
+            return self.hook(message)
+        if op == "search":
+            return self.search(message)
+        if op == "shutdown":
+            self.log.info("shutdown_requested")
+            threading.Thread(target=self.stop, daemon=True).start()
+            return {"ok": True}
+        if op == "drain":
+            self.work_event.set()
+            return {"ok": True, "pending": self.store.pending_embeddings(), "model": self.model_state}
+        return {"ok": False, "error": f"unknown op {op!r}"}
+
+    def hook(self, message: dict) -> dict:
+        envelope = message.get("envelope")
+        self.ingest_spool()
+        try:
+            output = handle_event(self.store, envelope if isinstance(envelope, dict) else {})
+        except BadEvent as exc:
+            self.log.error("event_rejected", error=str(exc))
+            return {"ok": False, "rejected": True, "error": str(exc)}
+        except Exception as exc:  # e.g. disk full: the hook spools the event and tries later
+            self.log.error("hook_failed", error=f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(limit=3))
+            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        self.work_event.set()
+        if message.get("client_version") not in (None, __version__):
+            # A newer (or older) plugin is calling: finish this request, then make way for its worker.
+            self.log.info("version_change", ours=__version__, theirs=message.get("client_version"))
+            threading.Thread(target=self.stop, daemon=True).start()
+        return {"ok": True, "output": output}
+
+    def search(self, message: dict) -> dict:
+        hits = self.store.search(
+            str(message.get("query", "")), limit=int(message.get("limit", 10)), project=message.get("project"),
+        )
+        return {"ok": True, "hits": [h.model_dump(mode="json") for h in hits]}
+
+    def health(self) -> dict:
+        return {
+            "pid": os.getpid(), "version": __version__, "home": str(self.paths.home), "model": self.model_state,
+            "uptime": round(time.time() - self.started, 1), "pending": self.store.pending_embeddings(),
+            "python": sys.executable,
+        }
+
+    # --- spool ------------------------------------------------------------------------------------
+
+    def ingest_spool(self) -> int:
+        """Store every spooled event (oldest first), deleting each file after its commit."""
+        files = spool.pending(self.paths.spool)
+        if not files:
+            return 0
+        done = 0
+        with self.spool_lock:
+            for path in spool.pending(self.paths.spool):
+                envelope = spool.read(path)
+                if envelope is None:
+                    continue
+                try:
+                    handle_event(self.store, envelope, respond=False)
+                except BadEvent as exc:
+                    self.log.error("spool_event_rejected", file=path.name, error=str(exc))
+                    spool.quarantine(path)
+                    continue
+                spool.remove(path)
+                done += 1
+        if done:
+            self.log.info("spool_ingested", events=done)
+            self.work_event.set()
+        return done
+
+    # --- background work --------------------------------------------------------------------------
+
+    def embed_loop(self) -> None:
+        """Load the model, then keep the embedding queue empty."""
+        try:
+            from .embed import EmbeddingUnavailable, load_embedder
+
+            embedder = load_embedder(self.config.embedding, self.paths.home / "models")
+        except EmbeddingUnavailable as exc:
+            self.model_state = f"unavailable: {exc}"
+            self.log.warning("model_unavailable", reason=str(exc))
+            return
+        except Exception as exc:
+            self.model_state = f"unavailable: {type(exc).__name__}: {exc}"
+            self.log.error("model_failed", error=str(exc))
+            return
+        background = Store(self.paths, self.config)  # its own connection: never blocks requests
+        background.set_embedder(embedder)
+        background.ensure_vector_index(embedder)
+        self.store.set_embedder(embedder)
+        self.model_state = "ready"
+        self.log.info("model_ready", model=embedder.name, dim=embedder.dim)
+        try:
+            while not self.stop_event.is_set():
+                done = background.embed_pending(embedder, max_batches=1)
+                if not done:
+                    self.work_event.wait(timeout=5.0)
+                    self.work_event.clear()
+        except Exception as exc:
+            self.log.error("embed_failed", error=f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(limit=3))
+        finally:
+            background.close()
+
+    def watch(self) -> None:
+        """Exit when idle, when the data dir is gone, or when the socket is no longer ours."""
+        idle_limit = self.config.worker.idle_timeout_minutes * 60
+        while not self.stop_event.wait(WATCH_INTERVAL):
+            if not self.paths.home.is_dir():
+                self.log.info("home_gone")
+                break
+            if not transport.USE_TCP:
+                try:
+                    if os.stat(self.paths.worker_socket).st_ino != self.socket_inode:
+                        self.log.info("socket_taken")
+                        break
+                except FileNotFoundError:
+                    self.log.info("socket_gone")
+                    break
+            busy = self.store.pending_embeddings() > 0 and self.model_state == "ready"
+            if not busy and time.monotonic() - self.last_request > idle_limit:
+                self.log.info("idle_exit", idle_seconds=round(time.monotonic() - self.last_request))
+                break
+        self.stop()
+
+    def stop(self) -> None:
+        if self.stop_event.is_set() and self.server is None:
+            return
+        self.stop_event.set()
+        self.work_event.set()
+        server, self.server = self.server, None
+        if server is not None:
+            server.shutdown()
+
+    # --- main -------------------------------------------------------------------------------------
+
+    def bind(self) -> socketserver.BaseServer:
+        if transport.USE_TCP:
+            server = _TcpServer(("127.0.0.1", 0), _Handler)
+            port = server.server_address[1]
+            tmp = self.paths.worker_endpoint.with_suffix(".tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.write(fd, f"{port} {self.token}".encode("ascii"))
+            os.close(fd)
+            os.replace(tmp, self.paths.worker_endpoint)
+        else:
+            path = self.paths.worker_socket
+            ensure_private_dir(path.parent)
+            try:
+                path.unlink()  # stale: we hold the lock, so no live worker owns it
+            except FileNotFoundError:
+                pass
+            server = _UnixServer(str(path), _Handler, bind_and_activate=False)
+            old_umask = os.umask(0o177)
+            try:
+                server.server_bind()
+            finally:
+                os.umask(old_umask)
+            server.server_activate()
+            self.socket_inode = os.stat(path).st_ino
+        server.worker = self  # type: ignore[attr-defined]
+        return server
+
+    def serve(self) -> None:
+        self.ingest_spool()
+        self.server = server = self.bind()
+        try:
+            self.paths.worker_starting.unlink()
+        except FileNotFoundError:
+            pass
+        self.log.info("worker_ready", pid=os.getpid(), version=__version__)
+        threading.Thread(target=self.embed_loop, name="embed", daemon=True).start()
+        threading.Thread(target=self.watch, name="watch", daemon=True).start()
+        try:
+            server.serve_forever(poll_interval=0.5)
+        finally:
+            server.server_close()
+            self.cleanup()
+
+    def cleanup(self) -> None:
+        if not transport.USE_TCP:
+            try:
+                if os.stat(self.paths.worker_socket).st_ino == self.socket_inode:
+                    self.paths.worker_socket.unlink()
+            except FileNotFoundError:
+                pass
+        for path in (self.paths.worker_pid, self.paths.worker_endpoint):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+        self.store.close()
+        self.log.info("worker_stopped", pid=os.getpid())
+
+
+def run(home: str | None = None) -> int:
+    os.umask(0o077)
+    paths = DataPaths(home)
+    ensure_private_dir(paths.home)
+    log = JsonLog(paths.log_file, "worker")
+    lock = acquire_lock(paths.worker_lock)
+    if lock is None:
+        return 0  # another worker serves this data dir
+    paths.worker_pid.write_text(str(os.getpid()), encoding="ascii")
+    worker = Worker(paths)
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=worker.stop, daemon=True).start())
+    try:
+        worker.serve()
+    except Exception as exc:
+        log.error("worker_crashed", error=f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(limit=5))
+        return 1
+    finally:
+        lock.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m memory_store.worker")
+    parser.add_argument("--home", default=None)
+    args = parser.parse_args(argv)
+    return run(args.home)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
