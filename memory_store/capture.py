@@ -83,28 +83,29 @@ def importance(kind: str, text: str) -> float:
     return round(min(1.0, score), 3)
 
 
+_CODE_OR_PATH = re.compile(r"[`/\\]|\w+\.\w{1,4}\b|--\w")
+
+
+def _salience(sentence: str) -> int:
+    return 3 * bool(_DECISION.search(sentence)) + 2 * bool(_CODE_OR_PATH.search(sentence)) + bool(
+        re.search(r"\d", sentence))
+
+
 def extractive_summary(text: str, limit: int) -> str:
-    """Shorten an answer without a model: the opening sentences, then sentences that carry
-    decisions, numbers, paths or code, in their original order, until `limit`."""
+    """Shorten an answer without a model: the two opening sentences, then the most salient ones
+    (decisions, then code and paths, then numbers), shown in their original order."""
     text = tidy(text)
     if len(text) <= limit:
         return text
     sentences = [s for s in _SENTENCE_END.split(text) if s.strip()]
+    ranked = list(range(min(2, len(sentences)))) + sorted(
+        range(2, len(sentences)), key=lambda i: (-_salience(sentences[i]), i))
     keep: list[int] = []
     used = 0
-
-    def take(i: int) -> None:
-        nonlocal used
-        if i not in keep and used + len(sentences[i]) + 1 <= limit:
+    for i in ranked:
+        if used + len(sentences[i]) + 1 <= limit:
             keep.append(i)
             used += len(sentences[i]) + 1
-
-    for i in range(min(2, len(sentences))):
-        take(i)
-    salient = re.compile(r"[`/\\]|\d|" + _DECISION.pattern, re.IGNORECASE)
-    for i, sentence in enumerate(sentences):
-        if salient.search(sentence):
-            take(i)
     if not keep:
         return cap(text, limit)
     return " ".join(sentences[i] for i in sorted(keep))

@@ -370,7 +370,7 @@ def worker_stop(home: HomeOption = None):
 @worker_app.command("start")
 def worker_start(home: HomeOption = None):
     """Start the worker in the background (it stops by itself when idle)."""
-    from .hook_client import start_worker
+    from .fallback import start_worker
     from .logs import JsonLog
 
     paths = DataPaths(home)

@@ -63,13 +63,14 @@ class HookRunner:
         if plugin_data is not None:
             self.env["CLAUDE_PLUGIN_DATA"] = str(plugin_data)
 
-    def commands(self, event: str, payload: dict) -> list[tuple[str, float]]:
-        """(command, timeout) of every hook registered for this event whose matcher matches."""
+    def commands(self, event: str, payload: dict | None) -> list[tuple[str, float]]:
+        """(command, timeout) of every hook registered for this event whose matcher matches
+        (payload None: every hook of the event, as for a payload Claude Code matched itself)."""
         found = []
-        value = payload.get(MATCH_FIELD.get(event, ""), "")
+        value = (payload or {}).get(MATCH_FIELD.get(event, ""), "")
         for group in self.config.get(event, []):
             matcher = group.get("matcher")
-            if matcher not in (None, "", "*") and event in MATCH_FIELD:
+            if payload is not None and matcher not in (None, "", "*") and event in MATCH_FIELD:
                 if not re.fullmatch(matcher, str(value)):
                     continue
             for hook in group.get("hooks", []):
@@ -83,7 +84,7 @@ class HookRunner:
         data = payload if isinstance(payload, bytes) else (
             payload.encode("utf-8", "surrogatepass") if isinstance(payload, str) else json.dumps(payload).encode())
         parsed = payload if isinstance(payload, dict) else {}
-        commands = self.commands(event, parsed) or self.commands(event, {})
+        commands = self.commands(event, payload if isinstance(payload, dict) else None)
         if not commands:
             raise LookupError(f"no hook registered for {event}")
         command, timeout = commands[0]

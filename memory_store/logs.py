@@ -39,8 +39,8 @@ def _shorten(value):
 class JsonLog:
     """Append-only JSON-lines logger bound to one file (and optionally stderr)."""
 
-    def __init__(self, path: Path | None, component: str, echo_stderr: bool = False):
-        self.path = path
+    def __init__(self, path: Path | str | None, component: str, echo_stderr: bool = False):
+        self.path = Path(path) if path is not None else None
         self.component = component
         self.echo_stderr = echo_stderr
 

@@ -8,143 +8,152 @@ Layout of the data directory (0700):
     runtime/                   worker socket/lock/pid, the chosen Python, bootstrap state
     venv/                      the bootstrapped environment (first install only)
     config.json                optional user settings (see memory_store.config)
+
+The module-level functions work on plain strings and import nothing but `os`: a hook pays
+for every import on every event (pathlib alone costs ~3 ms). `DataPaths` offers the same
+locations as `pathlib.Path` objects to everything else.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
-import tempfile
-from pathlib import Path
 
 APP_NAME = "recall"
 PLUGIN_DATA_DIRNAME = "recall-recall"  # <plugin>-<marketplace>, as Claude Code names it
+MAX_SOCKET_PATH = 100  # sun_path holds ~104-108 bytes depending on the OS
 
 
-def platform_data_dir() -> Path:
+def platform_data_dir() -> str:
     """The per-user data directory of this OS (what platformdirs would answer)."""
-    home = Path.home()
+    home = os.path.expanduser("~")
     if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or str(home / "AppData" / "Local")
-        return Path(base) / APP_NAME
+        return os.path.join(os.environ.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local"), APP_NAME)
     if sys.platform == "darwin":
-        return home / "Library" / "Application Support" / APP_NAME
-    base = os.environ.get("XDG_DATA_HOME") or str(home / ".local" / "share")
-    return Path(base) / APP_NAME
+        return os.path.join(home, "Library", "Application Support", APP_NAME)
+    return os.path.join(os.environ.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share"), APP_NAME)
 
 
-def installed_plugin_data_dir() -> Path:
+def installed_plugin_data_dir() -> str:
     """Where Claude Code keeps this plugin's data once installed from the `recall` marketplace."""
-    config_dir = os.environ.get("CLAUDE_CONFIG_DIR") or str(Path.home() / ".claude")
-    return Path(config_dir) / "plugins" / "data" / PLUGIN_DATA_DIRNAME
+    config_dir = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+    return os.path.join(config_dir, "plugins", "data", PLUGIN_DATA_DIRNAME)
 
 
-def resolve_home(explicit: str | os.PathLike | None = None) -> Path:
+def resolve_home(explicit: str | os.PathLike | None = None) -> str:
     """The data directory: explicit argument, $RECALL_HOME, $CLAUDE_PLUGIN_DATA, the installed
     plugin's data dir when it exists (so `recall` typed in a terminal sees what the hooks stored),
     else the platform user-data dir."""
     for candidate in (explicit, os.environ.get("RECALL_HOME"), os.environ.get("CLAUDE_PLUGIN_DATA")):
         if candidate:
-            return Path(candidate).expanduser().absolute()
+            return os.path.abspath(os.path.expanduser(os.fspath(candidate)))
     installed = installed_plugin_data_dir()
-    if installed.is_dir():
+    if os.path.isdir(installed):
         return installed
     return platform_data_dir()
 
 
-def ensure_private_dir(path: Path) -> Path:
+def socket_path(home: str) -> str:
+    """The worker's Unix socket. Long data-dir paths fall back to a short per-user directory in
+    the temp dir, keyed by a hash of the data dir."""
+    path = os.path.join(home, "runtime", "worker.sock")
+    if len(os.fsencode(path)) < MAX_SOCKET_PATH:
+        return path
+    import hashlib
+    import tempfile
+
+    digest = hashlib.sha256(os.fsencode(home)).hexdigest()[:16]
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    return os.path.join(tempfile.gettempdir(), f"recall-{uid}", f"{digest}.sock")
+
+
+def log_file(home: str) -> str:
+    return os.path.join(home, "logs", "recall.log")
+
+
+def ensure_private_dir(path) -> None:
     """Create `path` (and parents) readable by the owner only."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.makedirs(path, mode=0o700, exist_ok=True)
     try:
         os.chmod(path, 0o700)
     except OSError:
         pass
-    return path
 
 
 class DataPaths:
-    """Every file recall uses inside one data directory."""
+    """Every file recall uses inside one data directory, as pathlib.Path objects."""
 
     def __init__(self, home: str | os.PathLike | None = None):
-        self.home = resolve_home(home)
+        from pathlib import Path
+
+        self.home = Path(resolve_home(home))
 
     @property
-    def db(self) -> Path:
+    def db(self):
         return self.home / "recall.db"
 
     @property
-    def config(self) -> Path:
+    def config(self):
         return self.home / "config.json"
 
     @property
-    def spool(self) -> Path:
+    def spool(self):
         return self.home / "spool"
 
     @property
-    def logs(self) -> Path:
+    def logs(self):
         return self.home / "logs"
 
     @property
-    def log_file(self) -> Path:
+    def log_file(self):
         return self.logs / "recall.log"
 
     @property
-    def runtime(self) -> Path:
+    def runtime(self):
         return self.home / "runtime"
 
     @property
-    def venv(self) -> Path:
+    def venv(self):
         return self.home / "venv"
 
     @property
-    def runtime_info(self) -> Path:
+    def runtime_info(self):
         """JSON: which Python runs the worker, for which plugin version."""
         return self.runtime / "python.json"
 
     @property
-    def hook_python(self) -> Path:
+    def hook_python(self):
         """One line: the absolute interpreter the launcher should use (skips version-manager shims)."""
         return self.runtime / "hook-python"
 
     @property
-    def bootstrap_lock(self) -> Path:
+    def bootstrap_lock(self):
         return self.runtime / "bootstrap.lock"
 
     @property
-    def bootstrap_log(self) -> Path:
+    def bootstrap_log(self):
         return self.logs / "bootstrap.log"
 
     @property
-    def bootstrap_notice(self) -> Path:
-        """Exists once the user has been told about the first-install bootstrap."""
-        return self.runtime / "bootstrap.notified"
-
-    @property
-    def worker_lock(self) -> Path:
+    def worker_lock(self):
         return self.runtime / "worker.lock"
 
     @property
-    def worker_pid(self) -> Path:
+    def worker_pid(self):
         return self.runtime / "worker.pid"
 
     @property
-    def worker_starting(self) -> Path:
+    def worker_starting(self):
         """Marker left by whoever last asked for a worker, so parallel hooks spawn one, not ten."""
         return self.runtime / "worker.starting"
 
     @property
-    def worker_endpoint(self) -> Path:
+    def worker_endpoint(self):
         """Windows only: `port token` of the loopback TCP listener (0600)."""
         return self.runtime / "worker.endpoint"
 
     @property
-    def worker_socket(self) -> Path:
-        """The worker's Unix socket. sun_path is limited to ~104 bytes, so long data-dir paths
-        fall back to a short per-user directory in the temp dir, keyed by the data dir."""
-        path = self.runtime / "worker.sock"
-        if len(os.fsencode(str(path))) < 100:
-            return path
-        digest = hashlib.sha256(os.fsencode(str(self.home))).hexdigest()[:16]
-        uid = os.getuid() if hasattr(os, "getuid") else 0
-        return Path(tempfile.gettempdir()) / f"recall-{uid}" / f"{digest}.sock"
+    def worker_socket(self):
+        from pathlib import Path
+
+        return Path(socket_path(str(self.home)))

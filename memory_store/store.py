@@ -81,7 +81,9 @@ def open_store(home: str | os.PathLike | None = None, config: Config | None = No
     """Open (creating and migrating if needed) the store in `home` (default: see paths.resolve_home)."""
     paths = DataPaths(home)
     ensure_private_dir(paths.home)
-    return Store(paths, config or load_config(paths.config))
+    store = Store(paths, config or load_config(paths.config))
+    store.ingest_spool()  # events captured while no worker ran are part of the store
+    return store
 
 
 class Store:
@@ -90,6 +92,7 @@ class Store:
         self.config = config
         self.log = JsonLog(paths.log_file, "store")
         self.lock = threading.RLock()
+        self._spool_lock = threading.Lock()
         self.conn = db.connect(paths.db)
         db.migrate(self.conn)
         self.vector_error = db.load_vec(self.conn)
@@ -273,6 +276,33 @@ class Store:
     def has_event(self, event_id: str) -> bool:
         with self.lock:
             return self.conn.execute("SELECT 1 FROM events WHERE event_id = ?", (event_id,)).fetchone() is not None
+
+    def ingest_spool(self) -> int:
+        """Store every spooled event (oldest first), deleting each file once its event is committed.
+        Safe to run from several processes at once: event ids make a second ingest a no-op."""
+        from . import spool
+        from .events import BadEvent, handle_event
+
+        if not spool.pending(self.paths.spool):
+            return 0
+        done = 0
+        with self._spool_lock:
+            for path in spool.pending(self.paths.spool):
+                envelope = spool.read(path)
+                if envelope is None:
+                    continue
+                try:
+                    handle_event(self, envelope, respond=False)
+                except BadEvent as exc:
+                    self.log.error("spool_event_rejected", file=path.name, error=str(exc))
+                    spool.quarantine(path)
+                    continue
+                spool.remove(path)
+                done += 1
+            spool.sweep_stale_tmp(self.paths.spool)
+        if done:
+            self.log.info("spool_ingested", events=done)
+        return done
 
     # --- sessions -------------------------------------------------------------------------------
 

@@ -194,9 +194,8 @@ class _SessionReader:
             self.out.append((f"import:{session}:{tool_use_id}", draft, at))
 
 
-def import_file(store, path: Path) -> tuple[int, int, int]:
-    """Import one transcript; returns (events, new memories, duplicates)."""
-    report = ImportReport()
+def import_file(store, path: Path, report: ImportReport) -> int:
+    """Import one transcript, adding its numbers to `report`; returns how many events it held."""
     reader = _SessionReader(store.config.capture, str(store.paths.home))
     sessions: dict[str, tuple[str, float, float]] = {}
     for entry in read_entries(path, report):
@@ -216,9 +215,10 @@ def import_file(store, path: Path) -> tuple[int, int, int]:
     ])
     for session_id, (project, started, ended) in sessions.items():
         store.import_session(session_id, project, started, ended, str(path))
-    created = sum(1 for r in results if r.created)
-    duplicates = sum(1 for r in results if not r.created and not r.duplicate_event and r.memory_id)
-    return len(results), created, duplicates
+    report.events += len(results)
+    report.new_memories += sum(1 for r in results if r.created)
+    report.duplicates += sum(1 for r in results if not r.created and not r.duplicate_event and r.memory_id)
+    return len(results)
 
 
 def import_paths(store, paths: list[Path], progress=None) -> ImportReport:
@@ -230,10 +230,7 @@ def import_paths(store, paths: list[Path], progress=None) -> ImportReport:
             if store.imported_size(str(path.resolve())) == size:
                 report.skipped_files += 1
             else:
-                events, created, duplicates = import_file(store, path)
-                report.events += events
-                report.new_memories += created
-                report.duplicates += duplicates
+                events = import_file(store, path, report)
                 store.mark_imported(str(path.resolve()), size, events)
                 report.files += 1
         except OSError as exc:

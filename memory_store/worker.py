@@ -28,9 +28,10 @@ import threading
 import time
 import traceback
 
-from . import __version__, spool, transport
+from . import __version__, transport
 from .config import load_config
 from .events import BadEvent, handle_event
+from .payload import BadPayload, parse_payload
 from .locks import acquire_lock
 from .logs import JsonLog
 from .paths import DataPaths, ensure_private_dir
@@ -39,20 +40,23 @@ from .store import Store
 WATCH_INTERVAL = 2.0  # seconds between idle/ownership checks
 
 
-class _Handler(socketserver.StreamRequestHandler):
+class _Handler(socketserver.BaseRequestHandler):
     def handle(self) -> None:
         worker: Worker = self.server.worker  # type: ignore[attr-defined]
+        sock = self.request
         try:
-            raw = transport.read_line(self.connection, time.monotonic() + 30)
-            message = json.loads(raw)
-            if not isinstance(message, dict):
-                raise ValueError("request is not an object")
-            answer = worker.answer(message)
+            deadline = time.monotonic() + 30
+            line, rest = transport.recv_line(sock, deadline)
+            header = json.loads(line)
+            if not isinstance(header, dict):
+                raise ValueError("request header is not an object")
+            body = transport.recv_exact(sock, int(header.get("body") or 0), rest, deadline)
+            answer = worker.answer(header, body)
         except Exception as exc:
             worker.log.error("bad_request", error=f"{type(exc).__name__}: {exc}")
-            answer = {"ok": False, "error": str(exc)}
+            answer = transport.encode({"ok": False, "error": str(exc)})
         try:
-            self.connection.sendall(transport.encode(answer))
+            sock.sendall(answer)
         except OSError:
             pass  # the hook gave up waiting; it has spooled the event, and the event id dedups it
 
@@ -79,7 +83,6 @@ class Worker:
         self.last_request = time.monotonic()
         self.stop_event = threading.Event()
         self.work_event = threading.Event()  # something new to embed
-        self.spool_lock = threading.Lock()
         self.token = secrets.token_hex(16)
         self.server: socketserver.BaseServer | None = None
         self.socket_inode: int | None = None
@@ -87,45 +90,51 @@ class Worker:
 
     # --- requests ---------------------------------------------------------------------------------
 
-    def answer(self, message: dict) -> dict:
+    def answer(self, message: dict, body: bytes) -> bytes:
+        """The bytes to send back for one request."""
         if message.get("v") != transport.PROTOCOL_VERSION:
-            return {"ok": False, "error": "unsupported protocol", "protocol": transport.PROTOCOL_VERSION}
+            return transport.encode({"ok": False, "error": "unsupported protocol",
+                                     "protocol": transport.PROTOCOL_VERSION})
         if transport.USE_TCP and not secrets.compare_digest(str(message.get("token", "")), self.token):
-            return {"ok": False, "error": "bad token"}
+            return transport.encode({"ok": False, "error": "bad token"})
         self.last_request = time.monotonic()
         op = message.get("op")
-        if op == "health":
-            return {"ok": True, **self.health()}
         if op == "hook":
-            return self.hook(message)
+            return self.hook(message, body)
+        if op == "health":
+            return transport.encode({"ok": True, **self.health()})
         if op == "search":
-            return self.search(message)
+            return transport.encode(self.search(message))
         if op == "shutdown":
             self.log.info("shutdown_requested")
             threading.Thread(target=self.stop, daemon=True).start()
-            return {"ok": True}
+            return transport.encode({"ok": True})
         if op == "drain":
             self.work_event.set()
-            return {"ok": True, "pending": self.store.pending_embeddings(), "model": self.model_state}
-        return {"ok": False, "error": f"unknown op {op!r}"}
+            return transport.encode({"ok": True, "pending": self.store.pending_embeddings(), "model": self.model_state})
+        return transport.encode({"ok": False, "error": f"unknown op {op!r}"})
 
-    def hook(self, message: dict) -> dict:
-        envelope = message.get("envelope")
+    def hook(self, message: dict, body: bytes) -> bytes:
+        """Store one hook event; the answer body is exactly what the hook prints."""
         self.ingest_spool()
         try:
-            output = handle_event(self.store, envelope if isinstance(envelope, dict) else {})
-        except BadEvent as exc:
-            self.log.error("event_rejected", error=str(exc))
-            return {"ok": False, "rejected": True, "error": str(exc)}
+            payload = parse_payload(body)
+            envelope = {"event_id": str(message.get("event_id") or ""), "received_at": message.get("received_at"),
+                        "payload": payload}
+            output = handle_event(self.store, envelope)
+        except (BadPayload, BadEvent) as exc:
+            self.log.error("event_rejected", hook=str(message.get("event")), error=str(exc))
+            return transport.encode({"ok": False, "rejected": True, "error": str(exc)})
         except Exception as exc:  # e.g. disk full: the hook spools the event and tries later
             self.log.error("hook_failed", error=f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(limit=3))
-            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+            return transport.encode({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
         self.work_event.set()
         if message.get("client_version") not in (None, __version__):
-            # A newer (or older) plugin is calling: finish this request, then make way for its worker.
+            # A newer (or older) plugin is calling: answer, then make way for its own worker.
             self.log.info("version_change", ours=__version__, theirs=message.get("client_version"))
             threading.Thread(target=self.stop, daemon=True).start()
-        return {"ok": True, "output": output}
+        stdout = json.dumps(output, ensure_ascii=False).encode("utf-8") if output else b""
+        return transport.ok_header(len(stdout)) + stdout
 
     def search(self, message: dict) -> dict:
         hits = self.store.search(
@@ -143,26 +152,8 @@ class Worker:
     # --- spool ------------------------------------------------------------------------------------
 
     def ingest_spool(self) -> int:
-        """Store every spooled event (oldest first), deleting each file after its commit."""
-        files = spool.pending(self.paths.spool)
-        if not files:
-            return 0
-        done = 0
-        with self.spool_lock:
-            for path in spool.pending(self.paths.spool):
-                envelope = spool.read(path)
-                if envelope is None:
-                    continue
-                try:
-                    handle_event(self.store, envelope, respond=False)
-                except BadEvent as exc:
-                    self.log.error("spool_event_rejected", file=path.name, error=str(exc))
-                    spool.quarantine(path)
-                    continue
-                spool.remove(path)
-                done += 1
+        done = self.store.ingest_spool()
         if done:
-            self.log.info("spool_ingested", events=done)
             self.work_event.set()
         return done
 

@@ -1,0 +1,249 @@
+"""The hook's slow path, taken when the worker did not answer. Standard library only.
+
+The event is spooled (parsed, trimmed and redacted first: nothing unredacted touches disk),
+a worker is requested (or, on a first install, the bootstrap that builds its Python), and
+for SessionStart and UserPromptSubmit the hook waits briefly for a starting worker, since
+their context is worth ~0.3 s once per idle period. Nothing here runs when a worker answers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from . import __version__, spool, transport
+from .hook_client import BOOTSTRAP_RETRY_SECONDS, PLUGIN_ROOT, SPAWN_GUARD_SECONDS, START_WAIT, ANSWER_DEADLINE
+from .logs import JsonLog
+from .paths import DataPaths, ensure_private_dir, log_file
+from .payload import BadPayload, parse_payload
+
+
+def recover(home: str, event: str, event_id: str, received_at: float, raw: bytes, header: bytes | None,
+            busy: bool) -> tuple[bytes, str]:
+    log = JsonLog(log_file(home), "hook")
+    paths = DataPaths(home)
+    started, coming = ("busy", False) if busy else start_worker(paths, log)
+    log.info("worker_unavailable", hook=event, action=started)
+    wait = START_WAIT.get(event, 0.0)
+    if header is not None and coming and wait and wait_for_worker(paths, wait):
+        try:
+            answer, body = transport.exchange(home, header, raw, ANSWER_DEADLINE.get(event, 1.5))
+            if answer.startswith(transport.OK_PREFIX):
+                return body, "workerafterstart"
+        except transport.WorkerUnavailable:
+            pass
+    if not spool_event(home, event, event_id, received_at, raw):
+        return b"", "rejected"
+    remember_interpreter(paths)
+    if event == "SessionStart":
+        notice = first_run_notice(paths, started)
+        if notice:
+            return json.dumps(notice).encode("utf-8"), "spool"
+    return b"", "spool"
+
+
+def spool_event(home: str, event: str, event_id: str, received_at: float, raw: bytes, reason: str = "") -> bool:
+    """Store the event in the spool, redacted. False if the payload is unusable (logged, dropped)."""
+    from .redact import clean_tree
+
+    log = JsonLog(log_file(home), "hook")
+    try:
+        payload = parse_payload(raw)
+    except BadPayload as exc:
+        log.error("hook_failed", hook=event, error=f"bad payload: {exc}")
+        return False
+    spool.write(DataPaths(home).spool, {"event_id": event_id, "received_at": received_at,
+                                        "payload": clean_tree(payload)})
+    if reason:
+        log.warning("spooled", hook=event, reason=reason)
+    return True
+
+
+# --- the worker's Python ---------------------------------------------------------------------
+
+
+def read_runtime(paths: DataPaths) -> dict | None:
+    """The worker runtime recorded for this plugin version, if its Python still exists."""
+    try:
+        info = json.loads(paths.runtime_info.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict) or info.get("version") != __version__:
+        return None
+    python = info.get("python")
+    if not isinstance(python, str) or not os.path.exists(python):
+        return None
+    return info
+
+
+def bootstrap_state(paths: DataPaths) -> dict:
+    try:
+        state = json.loads((paths.runtime / "bootstrap.json").read_text(encoding="utf-8"))
+        return state if isinstance(state, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def worker_python(paths: DataPaths, log: JsonLog) -> str | None:
+    """The Python that runs the worker: $RECALL_PYTHON, the recorded runtime, or this very
+    interpreter if it has recall's dependencies (e.g. after `pip install .`; checked once, in a
+    ~60 ms subprocess, then recorded). None: the bootstrap has to build one."""
+    explicit = os.environ.get("RECALL_PYTHON")
+    if explicit and os.path.exists(explicit):
+        return explicit
+    runtime = read_runtime(paths)
+    if runtime is not None:
+        return runtime["python"]
+    if bootstrap_state(paths).get("state") == "running":
+        return None  # an install is under way; do not probe on every hook meanwhile
+    from .bootstrap import has_dependencies, write_runtime
+
+    if has_dependencies(sys.executable, PLUGIN_ROOT):
+        write_runtime(paths, sys.executable, PLUGIN_ROOT)
+        log.info("runtime_found", python=sys.executable)
+        return sys.executable
+    return None
+
+
+def _claim_spawn(paths: DataPaths) -> bool:
+    """True for the one hook (per SPAWN_GUARD_SECONDS) that should start the worker."""
+    marker = paths.worker_starting
+    try:
+        fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        try:
+            if time.time() - marker.stat().st_mtime < SPAWN_GUARD_SECONDS:
+                return False
+            os.unlink(marker)
+            fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError:
+            return False
+    os.write(fd, str(os.getpid()).encode())
+    os.close(fd)
+    return True
+
+
+def detached(argv: list[str], env: dict, out_path) -> None:
+    """Start a process that outlives this hook (and Claude Code): own session, no inherited pipes."""
+    ensure_private_dir(out_path.parent)
+    with open(out_path, "ab") as out:
+        kwargs: dict = {"stdin": subprocess.DEVNULL, "stdout": out, "stderr": out, "close_fds": True,
+                        "env": env, "cwd": str(out_path.parent)}
+        if os.name == "nt":
+            kwargs["creationflags"] = 0x00000008 | 0x00000200 | 0x08000000  # DETACHED, NEW_GROUP, NO_WINDOW
+        else:
+            kwargs["start_new_session"] = True
+        subprocess.Popen(argv, **kwargs)
+
+
+def child_env(paths: DataPaths) -> dict:
+    env = dict(os.environ)
+    env["RECALL_HOME"] = str(paths.home)
+    env["PYTHONPATH"] = PLUGIN_ROOT  # the worker runs this plugin's code, with the runtime's dependencies
+    env.pop("PYTHONHOME", None)
+    return env
+
+
+def start_worker(paths: DataPaths, log: JsonLog) -> tuple[str, bool]:
+    """Ask for a worker without waiting for it. Returns (what was done, whether a worker can come
+    up soon): 'worker' (spawned), 'bootstrap' (first install or upgrade started), 'pending'
+    (someone else is on it) or 'failed' (bootstrap failed recently; see logs/bootstrap.log)."""
+    ensure_private_dir(paths.runtime)
+    python = worker_python(paths, log)
+    if python is None:
+        state = bootstrap_state(paths)
+        if state.get("state") == "failed" and time.time() - float(state.get("at", 0)) < BOOTSTRAP_RETRY_SECONDS:
+            return "failed", False
+    if not _claim_spawn(paths):
+        return "pending", python is not None
+    env = child_env(paths)
+    if python is not None:
+        argv = [python, "-m", "memory_store.worker", "--home", str(paths.home)]
+        what = "worker"
+    else:
+        argv = [sys.executable, "-I", os.path.join(PLUGIN_ROOT, "memory_store", "bootstrap.py"),
+                "--home", str(paths.home), "--root", PLUGIN_ROOT]
+        what = "bootstrap"
+    try:
+        detached(argv, env, paths.logs / ("worker.out" if what == "worker" else "bootstrap.out"))
+    except OSError as exc:
+        log.error("spawn_failed", what=what, error=str(exc))
+        return "failed", False
+    log.info("spawned", what=what)
+    return what, python is not None
+
+
+def wait_for_worker(paths: DataPaths, seconds: float) -> bool:
+    """Poll until the worker answers a health check or `seconds` pass."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            transport.request(paths, {"op": "health"}, timeout=max(0.05, deadline - time.monotonic()))
+            return True
+        except transport.WorkerUnavailable:
+            time.sleep(0.03)
+    return False
+
+
+# --- things said or written once ----------------------------------------------------------------
+
+
+def first_run_notice(paths: DataPaths, started: str) -> dict:
+    """Tell the user, once, that recall is setting itself up (or that setup failed)."""
+    state = bootstrap_state(paths)
+    if started == "bootstrap" or state.get("state") == "running":
+        key, text = "running", (
+            "recall: first-run setup has started in the background (a private Python environment, about a "
+            "minute). Sessions are captured meanwhile; recalled context starts once setup is done."
+        )
+    elif started == "failed" or state.get("state") == "failed":
+        key, text = "failed", (
+            f"recall: setup failed and will be retried later; events are kept meanwhile. "
+            f"Details: {paths.bootstrap_log}"
+        )
+    else:
+        return {}
+    marker = paths.runtime / f"notified-{key}"
+    if marker.exists():
+        return {}
+    try:
+        ensure_private_dir(paths.runtime)
+        marker.write_text(str(time.time()), encoding="ascii")
+    except OSError:
+        return {}
+    return {"systemMessage": text}
+
+
+def export_home(home: str) -> None:
+    """SessionStart: let the Bash tool's `recall` find this data dir (Claude Code sources the lines of
+    CLAUDE_ENV_FILE before each Bash command)."""
+    env_file = os.environ.get("CLAUDE_ENV_FILE")
+    if not env_file or os.environ.get("RECALL_HOME"):
+        return
+    line = "export RECALL_HOME='" + home.replace("'", "'\\''") + "'\n"
+    try:
+        with open(env_file, "a+", encoding="utf-8") as handle:
+            handle.seek(0)
+            if line not in handle.read():
+                handle.write(line)
+    except OSError:
+        pass
+
+
+def remember_interpreter(paths: DataPaths) -> None:
+    """Record this interpreter for the launcher: an absolute path skips version-manager shims."""
+    try:
+        current = paths.hook_python.read_text(encoding="utf-8").strip()
+    except OSError:
+        current = ""
+    if current != sys.executable and sys.executable:
+        try:
+            ensure_private_dir(paths.runtime)
+            tmp = paths.hook_python.with_name(f"hook-python.{os.getpid()}")
+            tmp.write_text(sys.executable + "\n", encoding="utf-8")
+            os.replace(tmp, paths.hook_python)
+        except OSError:
+            pass

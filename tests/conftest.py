@@ -1,0 +1,120 @@
+"""Shared fixtures: a private data dir per test, the real hook commands, real payloads.
+
+Every test gets its own RECALL_HOME (a real SQLite file) and RECALL_PYTHON pointing at this
+interpreter, so hooks start workers that run this checkout's code. Workers started by a
+test are stopped when it ends; a test that leaves one running fails.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from memory_store import transport
+from memory_store.hookrunner import HookRunner
+from memory_store.paths import DataPaths
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"  # real payloads and a real transcript from Claude Code 2.1.330
+PAYLOADS = FIXTURES / "hook-payloads"
+
+
+def load_payload(name: str, **changes) -> dict:
+    """A real payload captured from Claude Code 2.1.330, with some fields changed."""
+    payload = json.loads((PAYLOADS / f"{name}.json").read_text(encoding="utf-8"))
+    payload = copy.deepcopy(payload)
+    payload.update(changes)
+    return payload
+
+
+def stop_worker(home: Path, timeout: float = 10.0) -> None:
+    """Stop the worker of `home` (politely, then SIGKILL) and wait until it is gone."""
+    paths = DataPaths(home)
+    try:
+        transport.request(paths, {"op": "shutdown"}, timeout=2.0)
+    except transport.WorkerUnavailable:
+        pass
+    pid = None
+    try:
+        pid = int(paths.worker_pid.read_text())
+    except (OSError, ValueError):
+        pass
+    deadline = time.monotonic() + timeout
+    while pid and time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return
+        time.sleep(0.05)
+    if pid:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> Path:
+    """A fresh data dir, used by hooks (env) and by the in-process API alike."""
+    data = tmp_path / "recall-home"
+    monkeypatch.setenv("RECALL_HOME", str(data))
+    monkeypatch.setenv("RECALL_PYTHON", sys.executable)
+    monkeypatch.delenv("CLAUDE_PLUGIN_DATA", raising=False)
+    yield data
+    stop_worker(data)
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    """A project directory that is a git root."""
+    path = tmp_path / "projects" / "demo"
+    (path / ".git").mkdir(parents=True)
+    return path
+
+
+@pytest.fixture
+def other_project(tmp_path) -> Path:
+    path = tmp_path / "projects" / "other"
+    (path / ".git").mkdir(parents=True)
+    return path
+
+
+@pytest.fixture
+def hooks(home) -> HookRunner:
+    """Runs the commands of hooks/hooks.json exactly as Claude Code does."""
+    return HookRunner(ROOT, dict(os.environ))
+
+
+def wait_for(predicate, timeout: float = 20.0, interval: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    return predicate()
+
+
+def worker_health(home: Path) -> dict | None:
+    try:
+        return transport.request(DataPaths(home), {"op": "health"}, timeout=1.0)
+    except transport.WorkerUnavailable:
+        return None
+
+
+def wait_until_embedded(home: Path, timeout: float = 60.0) -> dict:
+    """Block until the worker has loaded its model and emptied the embedding queue."""
+    def done():
+        health = worker_health(home)
+        return health if health and health.get("model") == "ready" and health.get("pending") == 0 else None
+
+    health = wait_for(done, timeout)
+    assert health, f"worker did not finish embedding: {worker_health(home)}"
+    return health

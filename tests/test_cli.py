@@ -1,0 +1,90 @@
+"""The CLI as a thin shell: each command runs against a real store and is checked through the API."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from typer.testing import CliRunner
+
+from memory_store import open_store
+from memory_store.cli import app
+from memory_store.models import MemoryDraft
+
+runner = CliRunner()
+
+
+def seed(home, project="/p/app"):
+    store = open_store(home)
+    store.allow_model_load = False
+    now = time.time()
+    ids = []
+    for i, text in enumerate(["We use Postgres 16 for the orders service",
+                              "Bash `make migrate` → applied 3 migrations",
+                              "Q: how do we seed the db?\nA: run scripts/seed.py --small"]):
+        draft = MemoryDraft(project=project, session_id="s1", kind=["prompt", "tool", "exchange"][i], text=text,
+                            created_at=now - 3600 + i)
+        ids.append(store.record(f"{project}:e{i}", draft).memory_id)
+    store.close()
+    return ids
+
+
+def invoke(*args):
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_search_json_has_the_documented_fields(home):
+    seed(home)
+    hits = json.loads(invoke("search", "postgres orders", "--project", "/p/app", "--home", str(home), "--json"))
+    assert hits[0]["text"].startswith("We use Postgres 16")
+    assert set(hits[0]) >= {"id", "text", "created_at", "session_id", "project", "kind", "score"}
+    assert hits[0]["created_at"].endswith("Z") or "+00:00" in hits[0]["created_at"]
+
+
+def test_search_scope_flags(home):
+    seed(home)
+    seed(home, project="/p/other")
+    assert {h["project"] for h in json.loads(invoke("search", "postgres", "--all-projects", "--home", str(home),
+                                                    "--json"))} == {"/p/app", "/p/other"}
+    result = runner.invoke(app, ["search", "x", "--project", "/p", "--all-projects", "--home", str(home)])
+    assert result.exit_code != 0
+
+
+def test_index_output_says_how_to_expand(home):
+    ids = seed(home)
+    out = invoke("search", "seed db", "--project", "/p/app", "--home", str(home), "--index")
+    assert f"#{ids[2]}" in out and "recall show ID" in out and "recall timeline ID" in out
+    assert "1h ago" in out
+
+
+def test_show_and_timeline(home):
+    ids = seed(home)
+    shown = json.loads(invoke("show", str(ids[0]), str(ids[2]), "--home", str(home), "--json"))
+    assert [m["id"] for m in shown] == [ids[0], ids[2]]
+    around = json.loads(invoke("timeline", str(ids[1]), "--home", str(home), "--json"))
+    assert [m["id"] for m in around] == ids
+    missing = runner.invoke(app, ["show", "999", "--home", str(home)])
+    assert missing.exit_code == 1
+
+
+def test_stats_and_forget(home):
+    ids = seed(home)
+    stats = json.loads(invoke("stats", "--home", str(home), "--json"))
+    assert stats["memories"] == 3 and stats["by_kind"]["tool"] == 1
+    assert json.loads(invoke("forget", str(ids[1]), "--home", str(home), "--json")) == {"forgotten": 1}
+    assert open_store(home).counts()["memories"] == 2
+
+
+def test_doctor_json_reports_checks(home):
+    seed(home)
+    report = json.loads(runner.invoke(app, ["doctor", "--home", str(home), "--json"]).stdout)
+    names = {c["name"] for c in report["checks"]}
+    assert {"integrity", "fts index", "sqlite-vec", "embedding model", "spool", "worker"} <= names
+
+
+def test_every_command_has_help():
+    for command in ("search", "show", "timeline", "import", "stats", "doctor", "demo", "forget", "reindex"):
+        out = invoke(command, "--help")
+        assert "--help" in out and len(out) > 100

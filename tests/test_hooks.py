@@ -1,0 +1,201 @@
+"""The hook commands of hooks/hooks.json, run as subprocesses with real payloads, as Claude Code runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+from conftest import ROOT, load_payload, wait_until_embedded
+from memory_store import open_store
+from memory_store.logs import read_records
+from memory_store.paths import DataPaths
+
+FACT = "The staging deploy goes through scripts/ship.sh and needs the --canary flag"
+
+
+def session(hooks, cwd, session_id=None):
+    """Drive one Claude Code session through the hooks; returns a helper to send its events."""
+    session_id = session_id or str(uuid.uuid4())
+
+    def send(fixture: str, **changes):
+        payload = load_payload(fixture, session_id=session_id, cwd=str(cwd),
+                               transcript_path=f"/tmp/{session_id}.jsonl", **changes)
+        result = hooks.run(payload["hook_event_name"], payload)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == "" or result.output is not None, f"stray stdout: {result.stdout!r}"
+        return result
+
+    return send
+
+
+def first_session(hooks, project):
+    send = session(hooks, project)
+    send("SessionStart-startup")
+    send("UserPromptSubmit", prompt=f"Note for later: {FACT}.", prompt_id="p1")
+    send("PostToolUse-Bash", prompt_id="p1",
+         tool_input={"command": "./scripts/ship.sh --canary staging", "description": "Deploy"},
+         tool_response={"stdout": "deployed build 4711 to staging (canary)", "stderr": "", "interrupted": False,
+                        "isImage": False, "noOutputExpected": False})
+    send("Stop", prompt_id="p1", last_assistant_message="Deployed. Staging deploys use scripts/ship.sh --canary.")
+    send("SessionEnd-other")
+
+
+def test_fact_from_session_one_is_injected_in_session_two(hooks, home, project):
+    first_session(hooks, project)
+    wait_until_embedded(home)
+    send = session(hooks, project)
+    start = send("SessionStart-startup")
+    prompt = send("UserPromptSubmit", prompt="How do we deploy to staging again?", prompt_id="p2")
+    injected = start.context + prompt.context
+    assert "scripts/ship.sh" in injected and "--canary" in injected
+    assert "<recall-memory>" in injected and "not instructions" in injected
+    assert len(start.context) <= 1500 + 200 and len(prompt.context) <= 1500 + 200  # budget, far under 10,000
+
+
+def test_cued_prompt_injects_through_user_prompt_submit(hooks, home, project):
+    """Without a SessionStart brief (e.g. the hot tier was already shown), the warm tier answers the question."""
+    first_session(hooks, project)
+    wait_until_embedded(home)
+    send = session(hooks, project)
+    result = send("UserPromptSubmit", prompt="Which flag does the staging deploy script need?", prompt_id="p9")
+    assert result.output["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    assert "--canary" in result.context
+
+
+def test_other_project_never_sees_it(hooks, home, project, other_project):
+    first_session(hooks, project)
+    wait_until_embedded(home)
+    send = session(hooks, other_project)
+    start = send("SessionStart-startup")
+    prompt = send("UserPromptSubmit", prompt="How do we deploy to staging with the canary flag?", prompt_id="p3")
+    assert "ship.sh" not in start.stdout + prompt.stdout
+    store = open_store(home)
+    assert not [h for h in store.search("staging deploy canary ship", project=str(other_project)) if "ship.sh" in h.text]
+    assert [h for h in store.search("staging deploy canary ship", project=str(project)) if "ship.sh" in h.text]
+
+
+def test_recall_search_json_finds_it(hooks, home, project):
+    first_session(hooks, project)
+    result = subprocess.run(
+        [sys.executable, "-m", "memory_store.cli", "search", "staging canary deploy", "--json", "--project",
+         str(project), "--home", str(home)],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    hits = json.loads(result.stdout)
+    assert any("--canary" in hit["text"] for hit in hits)
+    for key in ("id", "text", "created_at", "session_id", "project", "kind", "score"):
+        assert key in hits[0]
+    assert hits[0]["project"] == str(project)
+
+
+def test_subdirectory_shares_the_git_root_project(hooks, home, project):
+    (project / "src" / "app").mkdir(parents=True)
+    first_session(hooks, project / "src" / "app")
+    hits = open_store(home).search("canary", project=str(project))
+    assert hits and hits[0].project == str(project)
+
+
+def test_no_repeat_within_a_session(hooks, home, project):
+    first_session(hooks, project)
+    wait_until_embedded(home)
+    send = session(hooks, project)
+    one = send("UserPromptSubmit", prompt="Which flag does the staging deploy script need?", prompt_id="a")
+    two = send("UserPromptSubmit", prompt="Which flag does the staging deploy script need, again?", prompt_id="b")
+    ids_one = set(json.dumps(one.context).split("[#")[1:])
+    assert "--canary" in one.context
+    assert not (ids_one and two.context and set(two.context.split("[#")[1:]) & ids_one)
+
+
+def test_prompt_without_cues_injects_nothing(hooks, home, project):
+    first_session(hooks, project)
+    wait_until_embedded(home)
+    send = session(hooks, project)
+    assert send("UserPromptSubmit", prompt="deploy staging", prompt_id="c").stdout == ""
+
+
+def test_every_fixture_payload_exits_zero_with_clean_stdout(hooks, home, project):
+    for path in sorted((ROOT / "tests" / "fixtures" / "hook-payloads").glob("*.json")):
+        payload = json.loads(path.read_text())
+        payload["cwd"] = str(project)
+        result = hooks.run(payload["hook_event_name"], payload) if hooks.commands(
+            payload["hook_event_name"], payload) else None
+        if result is None:
+            continue  # PreCompact, SubagentStop: not registered
+        assert result.returncode == 0
+        assert result.stdout.strip() == "" or result.output is not None, path.name
+
+
+def test_stop_output_never_continues_the_turn(hooks, home, project):
+    send = session(hooks, project)
+    send("UserPromptSubmit", prompt="hello there, what is up?", prompt_id="x")
+    result = send("Stop", prompt_id="x")
+    assert not (result.output or {}).get("hookSpecificOutput")  # additionalContext at Stop would start a turn
+
+
+def test_capture_is_durable_before_the_hook_returns(hooks, home, project):
+    send = session(hooks, project)
+    send("UserPromptSubmit", prompt="remember that the queue name is orders-v2", prompt_id="d")
+    # No waiting: the hook has returned, so the memory must already be stored (database or spool).
+    store = open_store(home)
+    paths = DataPaths(home)
+    stored = [h.text for h in store.search("orders-v2 queue", project=str(project))]
+    spooled = [p.read_text() for p in paths.spool.glob("*.json")] if paths.spool.exists() else []
+    assert any("orders-v2" in t for t in stored) or any("orders-v2" in t for t in spooled)
+
+
+BAD_INPUTS = [
+    b"",
+    b"   \n",
+    b"not json at all",
+    b"{\"hook_event_name\": \"UserPromptSubmit\", \"prompt\": ",  # truncated
+    b"[1, 2, 3]",
+    b"\"just a string\"",
+    b"{\"hook_event_name\": \"UserPromptSubmit\", \"session_id\": 42, \"cwd\": [], \"prompt\": {\"a\": 1}}",
+    b"{\"hook_event_name\": \"UserPromptSubmit\", \"session_id\": \"s\", \"cwd\": \"/tmp\", \"prompt\": \"\xff\xfe bad utf8\"}",
+    b"{\"hook_event_name\": \"NoSuchEvent\", \"session_id\": \"s\", \"cwd\": \"/tmp\"}",
+    b"{\"hook_event_name\": \"PostToolUse\", \"session_id\": \"s\", \"cwd\": \"/tmp\", \"tool_name\": \"Bash\", "
+    b"\"tool_input\": {\"command\": \"echo \\u0000nul\"}, \"tool_response\": {\"stdout\": \"a\\u0000b\"}}",
+    b"[" * 100_000 + b"]" * 100_000,
+]
+
+
+@pytest.mark.parametrize("raw", BAD_INPUTS, ids=range(len(BAD_INPUTS)))
+@pytest.mark.parametrize("event", ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"])
+def test_bad_stdin_is_logged_and_ignored(hooks, home, event, raw):
+    result = hooks.run(event, raw)
+    assert result.returncode == 0
+    assert result.stdout.strip() == "" or result.output is not None
+    assert "Traceback" not in result.stdout
+
+
+@pytest.mark.parametrize("worker_up", [False, True])
+def test_bad_stdin_is_logged(hooks, home, project, worker_up):
+    if worker_up:
+        session(hooks, project)("SessionStart-startup")
+    hooks.run("PostToolUse", b"not json at all")
+    errors = [r for r in read_records(DataPaths(home).log_file) if r["level"] == "error"]
+    assert any("not JSON" in r["error"] for r in errors), errors
+
+
+def test_megabytes_of_tool_output_are_captured_trimmed(hooks, home, project):
+    send = session(hooks, project)
+    big = "line of build output\n" * 250_000 + "BUILD FAILED: missing symbol foo_bar"
+    result = send("PostToolUse-Bash", tool_input={"command": "make all"},
+                  tool_response={"stdout": big, "stderr": "", "interrupted": False})
+    assert result.returncode == 0
+    hits = open_store(home).search("make all build", project=str(project))
+    assert hits and len(hits[0].text) < 2000
+
+
+def test_wrong_types_lose_nothing_else(hooks, home, project):
+    """A rejected payload is dropped alone: the next good event is stored as usual."""
+    send = session(hooks, project)
+    hooks.run("UserPromptSubmit", {"hook_event_name": "UserPromptSubmit", "session_id": "s", "cwd": str(project),
+                                   "prompt": ["not", "a", "string"]})
+    send("UserPromptSubmit", prompt="the build cache lives in /var/cache/build", prompt_id="ok")
+    assert open_store(home).search("build cache", project=str(project))

@@ -1,0 +1,92 @@
+"""`recall import` of Claude Code transcripts: what it keeps, idempotence, timestamps and scope."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+
+from conftest import FIXTURES
+from memory_store import open_store
+from memory_store.transcripts import import_paths
+
+SAMPLE = FIXTURES / "transcript-sample.jsonl"
+
+
+def write_transcript(path: Path, session: str, cwd: str, turns: list[tuple[str, str]], start: str) -> Path:
+    """A transcript shaped like Claude Code's: user prompts (string content), assistant text blocks."""
+    t0 = datetime.fromisoformat(start)
+    lines, parent = [], None
+    for i, (role, text) in enumerate(turns):
+        uuid = f"{session}-{i}"
+        entry = {"type": role, "uuid": uuid, "parentUuid": parent, "sessionId": session, "cwd": cwd,
+                 "isSidechain": False, "timestamp": t0.replace(minute=i).isoformat().replace("+00:00", "Z"),
+                 "message": {"role": role, "content": text if role == "user" else [{"type": "text", "text": text}]}}
+        lines.append(json.dumps(entry))
+        parent = uuid
+    lines.append(json.dumps({"type": "queue-operation", "operation": "enqueue"}))
+    lines.append(json.dumps({"type": "attachment", "attachment": {"type": "hook_additional_context",
+                                                                  "content": ["<recall-memory>old</recall-memory>"]}}))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_real_transcript_yields_prompt_tool_and_exchange(home):
+    store = open_store(home)
+    store.allow_model_load = False
+    report = import_paths(store, [SAMPLE])
+    assert report.files == 1 and not report.errors
+    memories = store.recent("/home/user/projects/demo", ("prompt", "exchange", "tool"), 0, 10)
+    kinds = {m.kind: m for m in memories}
+    assert kinds["tool"].text == "Bash `echo hello-from-tool` → hello-from-tool"
+    assert kinds["exchange"].text == "Q: PLEASE_RUN_TOOL then say done\nA: Mock reply: done."
+    assert kinds["exchange"].session_id.startswith("a9eae3c5")
+    assert "prompt" not in kinds  # superseded by its exchange
+    # Text recall injected (hook_additional_context attachments) is never imported.
+    assert not any("recall" in m.text.lower() for m in memories)
+
+
+def test_import_is_idempotent_and_keeps_time_session_and_cwd(home, tmp_path):
+    path = write_transcript(tmp_path / "t" / "s1.jsonl", "s1", "/work/app",
+                            [("user", "Which port does the API use?"), ("assistant", "It listens on 8443.")],
+                            "2024-03-05T10:00:00+00:00")
+    store = open_store(home)
+    store.allow_model_load = False
+    first = import_paths(store, [tmp_path / "t"])
+    second = import_paths(store, [tmp_path / "t"])
+    assert first.new_memories == 2 and second.skipped_files == 1
+    path.touch()
+    shutil.copy(path, tmp_path / "t" / "copy.jsonl")  # same entries in another file: still no duplicates
+    third = import_paths(store, [tmp_path / "t"])
+    assert third.new_memories == 0
+    hits = store.search("API port", project="/work/app")
+    assert hits[0].text == "Q: Which port does the API use?\nA: It listens on 8443."
+    assert hits[0].session_id == "s1"
+    assert hits[0].created_at == datetime(2024, 3, 5, 10, 1, tzinfo=timezone.utc)
+
+
+def test_broken_lines_are_reported_not_fatal(home, tmp_path):
+    path = write_transcript(tmp_path / "s2.jsonl", "s2", "/work/app", [("user", "remember the flag --fast")],
+                            "2024-03-05T10:00:00+00:00")
+    with open(path, "a") as handle:
+        handle.write("{broken json\n")
+    store = open_store(home)
+    store.allow_model_load = False
+    report = import_paths(store, [path])
+    assert report.errors and store.search("flag fast", project="/work/app")
+
+
+def test_cli_import_json(home, tmp_path):
+    from typer.testing import CliRunner
+
+    from memory_store.cli import app
+
+    write_transcript(tmp_path / "p" / "s3.jsonl", "s3", "/work/app",
+                     [("user", "where are the fixtures?"), ("assistant", "In tests/fixtures.")],
+                     "2024-03-05T10:00:00+00:00")
+    result = CliRunner().invoke(app, ["import", str(tmp_path / "p"), "--home", str(home), "--json", "--no-embed"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout[result.stdout.index("{"):])
+    assert data["files"] == 1 and data["new_memories"] == 2 and data["entries"] == 4

@@ -1,0 +1,161 @@
+"""The Python API on a real SQLite file: schema, exactly-once capture, dedup, supersede, forget, search."""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+
+import apsw
+import pytest
+
+from memory_store import db, open_store, spool
+from memory_store.models import MemoryDraft
+from memory_store.paths import DataPaths
+
+
+def draft(text, project="/p/one", kind="prompt", session="s1", at=None, **kw) -> MemoryDraft:
+    return MemoryDraft(project=project, session_id=session, kind=kind, text=text,
+                       created_at=at if at is not None else time.time(), **kw)
+
+
+@pytest.fixture
+def store(home):
+    s = open_store(home)
+    s.allow_model_load = False  # lexical only: these tests are about storage
+    yield s
+    s.close()
+
+
+def test_migrations_build_the_schema_and_record_the_version(store):
+    assert db.schema_version(store.conn) == len(db.MIGRATIONS)
+    tables = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table','trigger')")}
+    assert {"memories", "memories_fts", "events", "sessions", "injections", "embed_queue",
+            "memories_fts_insert", "memories_fts_delete", "memories_fts_update"} <= tables
+    assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_migrate_twice_is_a_no_op(home):
+    os.makedirs(home)
+    conn = db.connect(DataPaths(home).db)
+    assert db.migrate(conn) == len(db.MIGRATIONS)
+    assert db.migrate(conn) == len(db.MIGRATIONS)
+
+
+def test_newer_schema_is_refused(home):
+    s = open_store(home)
+    s.conn.execute("PRAGMA user_version = 999")
+    s.close()
+    with pytest.raises(RuntimeError, match="newer"):
+        open_store(home)
+
+
+def test_event_is_stored_exactly_once(store):
+    first = store.record("evt-1", draft("the queue is named orders-v2"))
+    again = store.record("evt-1", draft("the queue is named orders-v2"))
+    assert first.created and again.duplicate_event and again.memory_id == first.memory_id
+    assert store.counts()["memories"] == 1 and store.counts()["events"] == 1
+
+
+def test_same_text_twice_is_deduplicated_and_counted(store):
+    a = store.record("e1", draft("run make lint before pushing"))
+    b = store.record("e2", draft("Run  make lint before pushing", session="s2"))
+    assert b.memory_id == a.memory_id and not b.created
+    memory = store.get([a.memory_id])[0]
+    assert memory.seen_count == 2
+
+
+def test_same_text_in_another_project_is_separate(store):
+    a = store.record("e1", draft("run make lint"))
+    b = store.record("e2", draft("run make lint", project="/p/two"))
+    assert a.memory_id != b.memory_id
+
+
+def test_superseded_memories_are_not_searched(store):
+    old = store.record("e1", draft("the cache TTL is 300 seconds"))
+    new = store.record("e2", draft("the cache TTL is 600 seconds", kind="exchange", supersedes=[old.memory_id]))
+    hits = store.search("cache TTL", project="/p/one")
+    assert [h.id for h in hits] == [new.memory_id]
+    assert store.get([old.memory_id])[0].superseded_by == new.memory_id
+
+
+def test_forget_deletes_and_reimport_does_not_restore(store):
+    a = store.record("import:x:1", draft("the admin password hint is blue"))
+    assert store.forget([a.memory_id]) == 1
+    assert store.search("admin password hint", project="/p/one") == []
+    again = store.record("import:x:1", draft("the admin password hint is blue"))
+    assert again.duplicate_event and store.counts()["memories"] == 0
+
+
+def test_search_scopes_by_project_and_all_projects_is_explicit(store):
+    store.record("e1", draft("deploy with ship.sh --canary"))
+    store.record("e2", draft("deploy with helm upgrade", project="/p/two"))
+    assert {h.project for h in store.search("deploy", project="/p/one")} == {"/p/one"}
+    assert {h.project for h in store.search("deploy", project=None)} == {"/p/one", "/p/two"}
+
+
+def test_search_survives_fts_syntax_in_queries(store):
+    store.record("e1", draft('the NEAR operator and "quotes" (parens) * stars: AND OR NOT'))
+    for query in ['"unbalanced', "NEAR(", "a AND", "*", "col:umn", "(", "-", "^start", "", "   ", "OR OR"]:
+        store.search(query, project="/p/one")  # no exception
+    assert store.search('"quotes" NEAR (parens)', project="/p/one")
+
+
+def test_stopwords_are_not_what_matches(store):
+    store.record("e1", draft("what is the plan for the release"))
+    store.record("e2", draft("release checklist: bump version, tag, publish"))
+    hits = store.search("what is the release checklist?", project="/p/one")
+    assert "checklist" in hits[0].text
+
+
+def test_timeline_orders_a_session(store):
+    base = time.time()
+    ids = [store.record(f"e{i}", draft(f"step {i} of the migration", at=base + i)).memory_id for i in range(5)]
+    around = store.timeline(ids[2], before=1, after=1)
+    assert [m.id for m in around] == ids[1:4]
+
+
+def test_access_counts_grow_when_hits_are_used(store):
+    a = store.record("e1", draft("redis runs on port 6380 here"))
+    store.search("redis port", project="/p/one")
+    store.search("redis port", project="/p/one", touch=False)
+    assert store.get([a.memory_id])[0].access_count == 1
+
+
+def test_spool_is_ingested_exactly_once(home, project):
+    paths = DataPaths(home)
+    payload = {"session_id": "s", "cwd": str(project), "hook_event_name": "UserPromptSubmit",
+               "prompt": "the spool holds the release date: March 3"}
+    envelope = {"event_id": "spooled-1", "received_at": time.time(), "payload": payload}
+    spool.write(paths.spool, envelope)
+    spool.write(paths.spool, envelope)  # the same event twice (a hook retried after a late answer)
+    s = open_store(home)
+    s.allow_model_load = False
+    assert spool.pending(paths.spool) == []
+    hits = s.search("release date", project=str(project))
+    assert len(hits) == 1 and "March 3" in hits[0].text
+
+
+def test_unreadable_spool_file_is_kept_aside(home):
+    paths = DataPaths(home)
+    os.makedirs(paths.spool, exist_ok=True)
+    (paths.spool / "00000000000000000001-1-deadbeef.json").write_text("{not json")
+    open_store(home)
+    assert list(paths.spool.glob("*.bad"))
+
+
+def test_files_are_private(store):
+    store.record("e1", draft("x"))
+    assert stat.S_IMODE(os.stat(store.paths.home).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(store.paths.db).st_mode) == 0o600
+
+
+def test_concurrent_writers_wait_instead_of_failing(home):
+    a, b = open_store(home), open_store(home)
+    with db.write_transaction(a.conn):
+        a.conn.execute("INSERT INTO sessions(session_id, project, started_at) VALUES ('x', '/p', 0)")
+        b.conn.set_busy_timeout(50)
+        with pytest.raises(apsw.BusyError):
+            b.record("e1", draft("blocked"))
+    b.conn.set_busy_timeout(db.BUSY_TIMEOUT_MS)
+    assert b.record("e1", draft("now it works")).created
