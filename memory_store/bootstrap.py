@@ -21,8 +21,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -101,26 +103,45 @@ class Bootstrap:
             self.say(f"creating venv {venv} with {sys.executable}")
             self.run([sys.executable, "-m", "venv", str(venv)])
         self.say(f"installing {self.root} into {venv}")
-        self.run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "--upgrade", str(self.root)])
+        # Build from a private copy: setuptools writes build/ and *.egg-info beside the sources,
+        # and the plugin folder may be read-only or shared by several data dirs.
+        with tempfile.TemporaryDirectory(prefix="recall-build-") as tmp:
+            source = Path(tmp) / "src"
+            shutil.copytree(self.root, source, ignore=shutil.ignore_patterns(
+                ".git", ".venv", "venv", "build", "dist", "*.egg-info", "__pycache__", "tests"))
+            self.run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "--upgrade", str(source)])
         return str(python)
 
     def run(self, argv: list[str]) -> None:
+        env = dict(os.environ)
+        env.pop("PYTHONPATH", None)  # hooks set it to the plugin root: pip would take that for the installed copy
+        env.pop("PYTHONHOME", None)
         with open(self.log_path, "a", encoding="utf-8") as handle:
             result = subprocess.run(argv, stdout=handle, stderr=subprocess.STDOUT, timeout=PIP_TIMEOUT,
-                                    stdin=subprocess.DEVNULL)
+                                    stdin=subprocess.DEVNULL, env=env)
         if result.returncode != 0:
             raise RuntimeError(f"{' '.join(argv[:4])} … exited with {result.returncode}")
 
     def choose(self) -> str:
         runtime = read_runtime_file(self.paths)
         venv = str(venv_python(self.paths.venv))
+        previous = None
         for python in self.candidates():
-            # A venv made for an older plugin version is upgraded, not trusted as is.
-            stale_venv = python == venv and runtime is not None and runtime.get("version") != __version__
-            if not stale_venv and has_dependencies(python, self.root):
-                self.say(f"using {python}")
-                return python
-        python = self.install()
+            if not has_dependencies(python, self.root):
+                continue
+            if python == venv and runtime is not None and runtime.get("version") != __version__:
+                previous = python  # a venv made for an older plugin version is upgraded, not trusted as is
+                continue
+            self.say(f"using {python}")
+            return python
+        try:
+            python = self.install()
+        except Exception as exc:
+            if previous is None or not has_dependencies(previous, self.root):
+                raise
+            # e.g. an upgrade while offline: keep the working environment rather than capture-only mode
+            self.say(f"upgrade failed ({exc}); keeping {previous}")
+            return previous
         if not has_dependencies(python, self.root):
             raise RuntimeError(f"{python} still lacks recall's dependencies after installing")
         return python

@@ -15,7 +15,9 @@ import sys
 import time
 
 from . import __version__, spool, transport
-from .hook_client import BOOTSTRAP_RETRY_SECONDS, PLUGIN_ROOT, SPAWN_GUARD_SECONDS, START_WAIT, ANSWER_DEADLINE
+from .hook_client import ANSWER_DEADLINE, BOOTSTRAP_RETRY_SECONDS, PLUGIN_ROOT, SPAWN_GUARD_SECONDS, START_WAIT
+
+BOOTSTRAP_STALE_SECONDS = 1800  # a 'running' bootstrap older than this died without saying so
 from .logs import JsonLog
 from .paths import DataPaths, ensure_private_dir, log_file
 from .payload import BadPayload, parse_payload
@@ -155,8 +157,11 @@ def start_worker(paths: DataPaths, log: JsonLog) -> tuple[str, bool]:
     python = worker_python(paths, log)
     if python is None:
         state = bootstrap_state(paths)
-        if state.get("state") == "failed" and time.time() - float(state.get("at", 0)) < BOOTSTRAP_RETRY_SECONDS:
+        age = time.time() - float(state.get("at", 0))
+        if state.get("state") == "failed" and age < BOOTSTRAP_RETRY_SECONDS:
             return "failed", False
+        if state.get("state") == "running" and age < BOOTSTRAP_STALE_SECONDS:
+            return "pending", False  # an install is under way (it holds a lock; a respawn would just exit)
     if not _claim_spawn(paths):
         return "pending", python is not None
     env = child_env(paths)
@@ -207,13 +212,13 @@ def first_run_notice(paths: DataPaths, started: str) -> dict:
     else:
         return {}
     marker = paths.runtime / f"notified-{key}"
-    if marker.exists():
-        return {}
     try:
         ensure_private_dir(paths.runtime)
-        marker.write_text(str(time.time()), encoding="ascii")
-    except OSError:
+        fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # one winner among parallel hooks
+    except OSError:  # FileExistsError: someone told the user already
         return {}
+    os.write(fd, str(time.time()).encode("ascii"))
+    os.close(fd)
     return {"systemMessage": text}
 
 

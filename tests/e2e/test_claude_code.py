@@ -1,0 +1,167 @@
+"""End-to-end: the real Claude Code CLI (2.1.330, installed with npm into a cache) drives recall.
+
+Claude Code runs with a temporary HOME and ANTHROPIC_BASE_URL pointed at a loopback mock of the
+Messages API (tests/e2e/mock_anthropic.py) that records every request body, so we can check what
+recall put in front of the model. recall is installed the way users install it: `claude plugin
+marketplace add <repo>` + `claude plugin install recall@recall`; its hooks then keep their data in
+~/.claude/plugins/data/recall-recall under that HOME.
+
+Without node/npm these tests skip, unless RECALL_REQUIRE_E2E=1 (set by .ci/run): then they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from claude_cli import ClaudeUnavailable, claude_env, ensure_claude, parse_debug_hooks, run_claude
+from conftest import ROOT, stop_worker, wait_until_embedded
+from mock_anthropic import DEFAULT_TEXT, MockAnthropic, Text
+
+pytestmark = pytest.mark.e2e
+
+FIVE_HOOKS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd")
+FACT = "the staging deploy needs the --canary flag of scripts/ship.sh"
+SESSION_ONE_PROMPT = f"Remember this: {FACT}.\nPLEASE_RUN_TOOL: echo deployed-build-4711"
+SESSION_TWO_PROMPT = "Which flag does the staging deploy script need?"
+MEMORY_BLOCK_RE = re.compile(r"<recall-memory>(.*?)</recall-memory>", re.S)
+
+
+def require_e2e() -> bool:
+    return os.environ.get("RECALL_REQUIRE_E2E") == "1"
+
+
+@pytest.fixture(scope="session")
+def claude() -> Path:
+    """The pinned Claude Code CLI, installed once per cache (skip without node/npm, fail in CI)."""
+    try:
+        return ensure_claude()
+    except ClaudeUnavailable as exc:
+        reason = str(exc)
+    if require_e2e():
+        pytest.fail(f"RECALL_REQUIRE_E2E=1 but the Claude Code CLI is unavailable: {reason}", pytrace=False)
+    pytest.skip(f"Claude Code CLI unavailable (install node and npm to run the e2e tests): {reason}")
+
+
+def recall_hooks(debug_file: Path) -> list[dict]:
+    """recall's hook executions in a --debug-file log (SessionEnd lines carry no plugin, only the command)."""
+    return [h for h in parse_debug_hooks(debug_file)
+            if h["plugin"] == "recall@recall" or "hooks/run" in (h["command"] or "")]
+
+
+def assert_hooks_clean(debug_file: Path, expected: tuple[str, ...]) -> list[dict]:
+    hooks = recall_hooks(debug_file)
+    fired = {h["event"] for h in hooks}
+    assert set(expected) <= fired, f"missing hooks {set(expected) - fired}; fired: {sorted(fired)}"
+    bad = [h for h in hooks if h["errored"] or h["errors"] or h["output"] == "invalid_json"]
+    assert not bad, f"hook errors: {bad}"
+    return hooks
+
+
+class Installed:
+    """A temporary HOME with recall installed from the marketplace, and a git project to work in."""
+
+    def __init__(self, claude: Path, base: Path):
+        self.claude = claude
+        self.home = base / "home"
+        self.project = base / "projects" / "demo"
+        self.logs = base / "logs"
+        for path in (self.home, self.project / ".git", self.logs):
+            path.mkdir(parents=True)
+        self.data = self.home / ".claude" / "plugins" / "data" / "recall-recall"
+
+    def env(self, mock: MockAnthropic) -> dict:
+        # Hooks find a Python with recall's dependencies at once (the cold path is tests/test_bootstrap.py).
+        return claude_env(self.home, mock.url, extra={"RECALL_PYTHON": sys.executable})
+
+    def run(self, mock: MockAnthropic, args: list, timeout: float = 180):
+        return run_claude(self.claude, args, self.env(mock), cwd=self.project, timeout=timeout)
+
+    def session(self, mock: MockAnthropic, prompt: str, name: str):
+        """One `claude -p` session; returns (completed process, debug file)."""
+        debug = self.logs / f"{name}.debug.log"
+        result = self.run(mock, ["-p", prompt, "--debug-file", debug, "--allowedTools", "Bash(echo:*)"])
+        assert result.returncode == 0, f"claude -p failed ({result.returncode}):\n{result.stdout}\n{result.stderr}"
+        return result, debug
+
+
+@pytest.fixture(scope="module")
+def installed(claude, tmp_path_factory) -> Installed:
+    """`claude plugin marketplace add <repo>` + `claude plugin install recall@recall` into a fresh HOME."""
+    inst = Installed(claude, tmp_path_factory.mktemp("claude-e2e"))
+    try:
+        with MockAnthropic() as mock:
+            added = inst.run(mock, ["plugin", "marketplace", "add", str(ROOT)], timeout=120)
+            assert added.returncode == 0, f"marketplace add failed:\n{added.stdout}\n{added.stderr}"
+            done = inst.run(mock, ["plugin", "install", "recall@recall"], timeout=120)
+            assert done.returncode == 0, f"plugin install failed:\n{done.stdout}\n{done.stderr}"
+            assert "recall@recall" in (inst.home / ".claude" / "plugins" / "installed_plugins.json").read_text()
+        yield inst
+    finally:
+        stop_worker(inst.data)
+
+
+@pytest.fixture(scope="module")
+def session_one(installed):
+    """Session 1 states a fact and runs a tool; returns once the worker has embedded what it stored."""
+    with MockAnthropic() as mock:
+        result, debug = installed.session(mock, SESSION_ONE_PROMPT, "session-1")
+        requests = mock.main_requests
+        errors = mock.errors
+    wait_until_embedded(installed.data, timeout=120)
+    return {"result": result, "debug": debug, "requests": requests, "mock_errors": errors}
+
+
+def test_plugin_validate_strict(claude, tmp_path):
+    with MockAnthropic() as mock:
+        env = claude_env(tmp_path / "home", mock.url)
+        result = run_claude(claude, ["plugin", "validate", "--strict", str(ROOT)], env, cwd=tmp_path, timeout=120)
+    assert result.returncode == 0, f"validate --strict failed:\n{result.stdout}\n{result.stderr}"
+
+
+def test_session_fires_all_five_hooks_without_error(installed, session_one):
+    result = session_one["result"]
+    assert DEFAULT_TEXT in result.stdout
+    assert not session_one["mock_errors"]
+    # The scripted conversation really ran the tool (so PostToolUse had something to fire on).
+    assert any("deployed-build-4711" in str(m.get("content")) for r in session_one["requests"]
+               for m in r.get("messages", []) if m.get("role") == "user")
+    hooks = assert_hooks_clean(session_one["debug"], FIVE_HOOKS)
+    for h in hooks:  # every recall hook of an installed plugin, with a warm worker, is quick
+        if h["duration_ms"] is not None:
+            assert h["duration_ms"] < 5000, h
+    assert (installed.data / "recall.db").is_file(), "hooks did not use CLAUDE_PLUGIN_DATA"
+
+
+def test_second_session_gets_the_fact_in_recall_context(installed, session_one):
+    with MockAnthropic() as mock:
+        _, debug = installed.session(mock, SESSION_TWO_PROMPT, "session-2")
+        text = mock.all_text()
+        assert mock.main_requests, "claude sent no request to the mock"
+    assert_hooks_clean(debug, ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"))
+    blocks = MEMORY_BLOCK_RE.findall(text)
+    assert blocks, "no <recall-memory> block reached the model"
+    assert any("--canary" in b and "scripts/ship.sh" in b for b in blocks), blocks
+
+
+def test_log_search_command_expands_to_the_stored_memory(installed, session_one):
+    # The stored memory contains the PLEASE_RUN_TOOL line of session 1: answer with plain text only.
+    with MockAnthropic(script=lambda body: Text(DEFAULT_TEXT)) as mock:
+        _, debug = installed.session(mock, "/recall:log-search canary", "log-search")
+        requests = mock.main_requests
+    assert requests, "claude sent no request to the mock"
+    assert_hooks_clean(debug, ("UserPromptSubmit",))
+    expanded = [
+        block.get("text", "")
+        for r in requests for m in r.get("messages", []) if m.get("role") == "user" and isinstance(m.get("content"), list)
+        for block in m["content"] if block.get("type") == "text"
+    ]
+    joined = "\n".join(expanded)
+    assert "/recall:log-search" in joined, "the command was not expanded"
+    assert "no Python with recall's dependencies" not in joined
+    assert FACT in joined, f"the expanded command does not show the stored memory:\n{joined[-3000:]}"
