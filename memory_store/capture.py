@@ -38,6 +38,7 @@ _CORRECTION = re.compile(
 )
 _TROUBLE = re.compile(r"\b(error|exception|traceback|fail\w*|bug|fix\w*|broken|crash\w*|regression)\b", re.IGNORECASE)
 
+PROMPT_PREVIEW_CHARS = 300  # the question shown with an exchange
 BASE_IMPORTANCE = {"error": 0.6, "exchange": 0.4, "response": 0.35, "prompt": 0.35, "tool": 0.2, "note": 0.5}
 
 
@@ -267,17 +268,17 @@ def prompt_memory(prompt: str, cfg: CaptureConfig, project: str, session_id: str
 
 def exchange_memory(prompt: str | None, answer: str, cfg: CaptureConfig, project: str, session_id: str,
                     at: float, meta: dict | None = None) -> MemoryDraft | None:
-    """The extractive summary of one exchange: the prompt and the gist of the final answer."""
-    answer_text = finish(extractive_summary(clean(answer or ""), cfg.max_answer_chars), cfg.max_answer_chars)
-    prompt_text = finish(prompt, cfg.max_prompt_chars) if prompt else ""
-    if not answer_text and not prompt_text:
+    """The extractive summary of one exchange, made at Stop: the gist of the final answer. Its
+    prompt is a memory of its own (and this one's indexed context); `meta["prompt"]` keeps a
+    short copy so the exchange can be shown as question and answer."""
+    text = finish(extractive_summary(clean(answer or ""), cfg.max_answer_chars), cfg.max_answer_chars)
+    if not text:
         return None
-    if prompt_text and answer_text:
-        text = f"Q: {prompt_text}\nA: {answer_text}"
-    else:
-        text = prompt_text or answer_text
+    meta = dict(meta or {})
+    if prompt:
+        meta["prompt"] = finish(prompt, PROMPT_PREVIEW_CHARS)
     return MemoryDraft(project=project, session_id=session_id, kind="exchange", text=text, created_at=at,
-                       importance=importance("exchange", text), meta=dict(meta or {}))
+                       importance=importance("exchange", f"{prompt or ''} {text}"), meta=meta)
 
 
 def command_words(command: str) -> list[str]:

@@ -383,15 +383,21 @@ def bench_locomo(
     file: Annotated[Path, typer.Argument(help="LoCoMo JSON (e.g. locomo-dev.json).", exists=True)],
     methods: Annotated[str, typer.Option(help="Comma-separated: fts,dense,hybrid,rrf.")] = "fts,dense,hybrid",
     conversations: Annotated[Optional[str], typer.Option(help="Comma-separated sample ids (default: all).")] = None,
-    workdir: Annotated[Optional[Path], typer.Option(help="Keep the generated transcripts and store here.")] = None,
+    workdir: Annotated[Optional[Path], typer.Option(help="Keep the generated transcripts and store here "
+                                                          "(and reuse them on the next run).")] = None,
+    settings: Annotated[Optional[str], typer.Option("--config", help="JSON overrides of the config, e.g. "
+                                                    "'{\"ranking\": {\"dense_weight\": 0.4}}'.")] = None,
+    injection: Annotated[bool, typer.Option("--injection/--no-injection", help="Also measure injections.")] = True,
     json_output: JsonOption = False,
 ):
     """Retrieval quality on LoCoMo: recall@5, recall@10 and MRR per method and question category."""
     from .bench.locomo import format_report, run_locomo
+    from .config import Config
 
+    config = Config.model_validate(json.loads(settings)) if settings else None
     report = run_locomo(file, methods=[m.strip() for m in methods.split(",") if m.strip()],
                         conversations=conversations.split(",") if conversations else None, workdir=workdir,
-                        echo=lambda message: typer.echo(message, err=True))
+                        echo=lambda message: typer.echo(message, err=True), config=config, injection=injection)
     if json_output:
         emit_json(report)
     else:

@@ -43,6 +43,14 @@ class CueConfig(_Section):
     temporal: bool = Field(True, description="yesterday, last week, earlier, before, previously, ago …")
 
 
+class ContextConfig(_Section):
+    """Neighbouring turns indexed with each conversational memory (for matching, never shown)."""
+
+    turns_before: int = Field(2, ge=0, le=5)
+    turns_after: int = Field(2, ge=0, le=5)
+    max_turn_chars: int = Field(400, ge=50, description="Each neighbouring turn is cut to this length.")
+
+
 class TierConfig(_Section):
     hot_size: int = Field(5, ge=0, description="Interactions kept in the hot deque.")
     hot_window_hours: float = Field(24, gt=0, description="The hot tier forgets interactions older than this.")
@@ -68,8 +76,11 @@ class RankingConfig(_Section):
         "weighted", description="How lexical and dense candidates are combined (measured: see README)."
     )
     rrf_k: int = Field(60, ge=1, description="Reciprocal rank fusion constant.")
-    lexical_weight: float = Field(0.5, ge=0, description="Weight of FTS5 BM25 in the weighted fusion.")
-    dense_weight: float = Field(0.5, ge=0, description="Weight of cosine similarity in the weighted fusion.")
+    lexical_weight: float = Field(0.7, ge=0, description="Weight of FTS5 BM25 in the weighted fusion.")
+    dense_weight: float = Field(0.3, ge=0, description="Weight of cosine similarity in the weighted fusion.")
+    fts_column_weights: tuple[float, float, float] = Field(
+        (1.0, 0.5, 0.25), description="BM25 weights of a memory's own text, the turns before it and after it."
+    )
     candidates: int = Field(60, ge=5, description="Candidates taken from each retriever before fusion.")
     recency_weight: float = Field(0.05, ge=0, description="How much exp(-age/decay) adds to a score.")
     recency_decay_days: float = Field(30, gt=0)
@@ -112,6 +123,7 @@ class WorkerConfig(_Section):
 class Config(_Section):
     capture: CaptureConfig = CaptureConfig()
     cues: CueConfig = CueConfig()
+    context: ContextConfig = ContextConfig()
     tiers: TierConfig = TierConfig()
     inject: InjectConfig = InjectConfig()
     ranking: RankingConfig = RankingConfig()

@@ -96,7 +96,12 @@ def m001_initial(conn: apsw.Connection) -> None:
             last_accessed REAL,
             superseded_by INTEGER REFERENCES memories(id) ON DELETE SET NULL,
             content_hash TEXT NOT NULL,
-            meta TEXT NOT NULL DEFAULT '{}'
+            meta TEXT NOT NULL DEFAULT '{}',
+            -- Neighbouring turns of the conversation (up to two before, two after), indexed for
+            -- matching but never shown: a reply like "Yes, it was amazing!" is found by what it
+            -- answers. See search.py for the measured effect.
+            context_before TEXT NOT NULL DEFAULT '',
+            context_after TEXT NOT NULL DEFAULT ''
         );
         CREATE INDEX memories_project_time ON memories(project, created_at);
         CREATE INDEX memories_session_time ON memories(session_id, created_at);
@@ -113,17 +118,22 @@ def m001_initial(conn: apsw.Connection) -> None:
         CREATE INDEX events_memory ON events(memory_id);
 
         CREATE VIRTUAL TABLE memories_fts USING fts5(
-            text, content='memories', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2'
+            text, context_before, context_after, content='memories', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
         );
         CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
-            INSERT INTO memories_fts(rowid, text) VALUES (new.id, new.text);
+            INSERT INTO memories_fts(rowid, text, context_before, context_after)
+            VALUES (new.id, new.text, new.context_before, new.context_after);
         END;
         CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
-            INSERT INTO memories_fts(memories_fts, rowid, text) VALUES ('delete', old.id, old.text);
+            INSERT INTO memories_fts(memories_fts, rowid, text, context_before, context_after)
+            VALUES ('delete', old.id, old.text, old.context_before, old.context_after);
         END;
-        CREATE TRIGGER memories_fts_update AFTER UPDATE OF text ON memories BEGIN
-            INSERT INTO memories_fts(memories_fts, rowid, text) VALUES ('delete', old.id, old.text);
-            INSERT INTO memories_fts(rowid, text) VALUES (new.id, new.text);
+        CREATE TRIGGER memories_fts_update AFTER UPDATE OF text, context_before, context_after ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, text, context_before, context_after)
+            VALUES ('delete', old.id, old.text, old.context_before, old.context_after);
+            INSERT INTO memories_fts(rowid, text, context_before, context_after)
+            VALUES (new.id, new.text, new.context_before, new.context_after);
         END;
 
         -- Memories waiting for an embedding (filled by trigger, drained by the worker).

@@ -88,8 +88,6 @@ def handle_event(store: "Store", envelope: dict, *, respond: bool = True) -> dic
         meta = {"prompt_id": event.prompt_id} if event.prompt_id else {}
         draft = capture.exchange_memory(prompt.text if prompt else None, event.last_assistant_message or "", cfg,
                                         project, event.session_id, at, meta)
-        if draft is not None and prompt is not None:
-            draft.supersedes = [prompt.id]  # the exchange carries the prompt and its answer
         store.record(event_id, draft, at)
         return {}
 

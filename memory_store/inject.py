@@ -33,10 +33,16 @@ def age(seconds: float) -> str:
     return "just now"
 
 
+def shown_text(item: Memory | Hit) -> str:
+    """How a memory reads in context: an exchange as its question and answer."""
+    prompt = item.meta.get("prompt") if item.kind == "exchange" else None
+    return f"Q: {prompt} → A: {item.text}" if prompt else item.text
+
+
 def _line(item: Memory | Hit, now: float, limit: int) -> str:
     created = item.created_at.timestamp()
     stamp = datetime.fromtimestamp(created).strftime("%Y-%m-%d %H:%M")
-    text = cap(" ".join(item.text.split()), limit)
+    text = cap(" ".join(shown_text(item).split()), limit)
     return f"- [#{item.id} · {item.kind} · {stamp}, {age(now - created)}] {text}"
 
 

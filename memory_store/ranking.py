@@ -165,16 +165,20 @@ def weighted(lexical: dict[int, float], dense: dict[int, float], w_lex: float, w
 
 
 def fuse(lexical: dict[int, float], dense: dict[int, float], cfg: RankingConfig) -> dict[int, float]:
-    """Combine lexical (positive BM25, higher is better) and dense (cosine) candidate scores."""
+    """Combine lexical (positive BM25, higher is better) and dense (cosine) candidate scores into
+    one score per memory, scaled so the best is 1 (recency and priority then add on a known scale)."""
     if cfg.fusion == "fts" or not dense:
-        return weighted(lexical, {}, 1.0, 0.0)
-    if cfg.fusion == "dense" or not lexical:
-        return weighted({}, dense, 0.0, 1.0)
-    if cfg.fusion == "rrf":
+        scores = weighted(lexical, {}, 1.0, 0.0)
+    elif cfg.fusion == "dense" or not lexical:
+        scores = weighted({}, dense, 0.0, 1.0)
+    elif cfg.fusion == "rrf":
         order_lex = sorted(lexical, key=lexical.get, reverse=True)
         order_dense = sorted(dense, key=dense.get, reverse=True)
-        return rrf([order_lex, order_dense], cfg.rrf_k, [cfg.lexical_weight, cfg.dense_weight])
-    return weighted(lexical, dense, cfg.lexical_weight, cfg.dense_weight)
+        scores = rrf([order_lex, order_dense], cfg.rrf_k, [cfg.lexical_weight, cfg.dense_weight])
+    else:
+        scores = weighted(lexical, dense, cfg.lexical_weight, cfg.dense_weight)
+    best = max(scores.values(), default=0.0)
+    return {k: v / best for k, v in scores.items()} if best > 0 else scores
 
 
 # --- recency and priority -------------------------------------------------------------------

@@ -24,7 +24,9 @@ def lexical_candidates(store: "Store", query: ranking.Query, n: int, project: st
     expression = query.fts
     if not expression:
         return {}
-    sql = ("SELECT memories.id, -bm25(memories_fts) FROM memories_fts JOIN memories ON memories.id = memories_fts.rowid "
+    weights = ", ".join(str(float(w)) for w in store.config.ranking.fts_column_weights)
+    sql = (f"SELECT memories.id, -bm25(memories_fts, {weights}) FROM memories_fts "
+           "JOIN memories ON memories.id = memories_fts.rowid "
            "WHERE memories_fts MATCH ? AND memories.superseded_by IS NULL")
     args: list = [expression]
     if project is not None:
@@ -36,7 +38,7 @@ def lexical_candidates(store: "Store", query: ranking.Query, n: int, project: st
     if until is not None:
         sql += " AND memories.created_at <= ?"
         args.append(until)
-    sql += " ORDER BY bm25(memories_fts) LIMIT ?"
+    sql += f" ORDER BY bm25(memories_fts, {weights}) LIMIT ?"
     args.append(n)
     with store.lock:
         return {memory_id: score for memory_id, score in store.conn.execute(sql, args)}

@@ -33,9 +33,18 @@ _MEMORY_COLUMNS = (
 )
 
 
+CONVERSATION_KINDS = ("prompt", "exchange")  # the turns of a conversation: each other's context
+TURN_SEPARATOR = "\n\x1e "  # between neighbouring turns in the context columns
+
+
 def content_hash(text: str) -> str:
     """Identity of a memory's content for deduplication (case and spacing do not matter)."""
     return hashlib.sha1(" ".join(text.lower().split()).encode("utf-8")).hexdigest()
+
+
+def cap_turn(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit]
 
 
 @dataclass
@@ -245,13 +254,24 @@ class Store:
                 (draft.created_at, draft.importance, memory_id),
             )
         else:
+            neighbours = self._previous_turns(draft)
+            cfg = self.config.context
+            before = TURN_SEPARATOR.join(cap_turn(text, cfg.max_turn_chars)
+                                         for _, text, _ in reversed(neighbours[: cfg.turns_before]))
             conn.execute(
-                "INSERT INTO memories(project, session_id, kind, text, created_at, importance, content_hash, meta) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO memories(project, session_id, kind, text, created_at, importance, content_hash, meta, "
+                "context_before) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (draft.project, draft.session_id, draft.kind, draft.text, draft.created_at, draft.importance,
-                 digest, json.dumps(draft.meta, ensure_ascii=False)),
+                 digest, json.dumps(draft.meta, ensure_ascii=False), before),
             )
             memory_id, created = conn.last_insert_rowid(), True
+            if draft.kind in CONVERSATION_KINDS:  # this turn is the "after" context of the turns before it
+                for previous_id, _, after in neighbours[: cfg.turns_after]:
+                    turns = after.split(TURN_SEPARATOR) if after else []
+                    if len(turns) < cfg.turns_after:
+                        turns.append(cap_turn(draft.text, cfg.max_turn_chars))
+                        conn.execute("UPDATE memories SET context_after = ? WHERE id = ?",
+                                     (TURN_SEPARATOR.join(turns), previous_id))
         for old in draft.supersedes:
             if old != memory_id:
                 conn.execute("UPDATE memories SET superseded_by = ? WHERE id = ? AND project = ?",
@@ -260,18 +280,19 @@ class Store:
                      (event_id, memory_id, received_at))
         return Recorded(memory_id, created, False)
 
-    def supersede_many(self, pairs: list[tuple[int, int]]) -> None:
-        """Mark each `old` memory as superseded by `new` ((new, old) pairs, same project only)."""
-        if not pairs:
-            return
-        with self.lock, db.write_transaction(self.conn):
-            for new, old in pairs:
-                if new != old:
-                    self.conn.execute(
-                        "UPDATE memories SET superseded_by = ? WHERE id = ? AND project = "
-                        "(SELECT project FROM memories WHERE id = ?)",
-                        (new, old, new),
-                    )
+    def _previous_turns(self, draft: MemoryDraft) -> list[tuple[int, str, str]]:
+        """The latest conversational memories of the draft's session, newest first:
+        (id, text, context_after)."""
+        cfg = self.config.context
+        wanted = max(cfg.turns_before, cfg.turns_after)
+        if not draft.session_id or wanted == 0:
+            return []
+        return self.conn.execute(
+            "SELECT id, text, context_after FROM memories WHERE session_id = ? AND project = ? "
+            f"AND kind IN ({','.join('?' * len(CONVERSATION_KINDS))}) AND created_at <= ? "
+            "ORDER BY created_at DESC, id DESC LIMIT ?",
+            (draft.session_id, draft.project, *CONVERSATION_KINDS, draft.created_at, wanted),
+        ).fetchall()
 
     def has_event(self, event_id: str) -> bool:
         with self.lock:

@@ -16,6 +16,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from . import ranking
+from .capture import PROMPT_PREVIEW_CHARS, finish
 from .models import Hit, Memory
 
 if TYPE_CHECKING:
@@ -28,11 +29,24 @@ HOT_KINDS = ("exchange", "prompt")
 
 def hot_tier(store: "Store", project: str, now: float, *, exclude_session: str | None = None,
              only_session: str | None = None) -> deque[Memory]:
-    """The hot deque of a project, newest last."""
+    """The hot deque of a project, newest last: its latest exchanges, plus prompts still waiting
+    for their answer (a prompt whose exchange is there is shown with it, not twice)."""
     cfg = store.config.tiers
-    recent = store.recent(project, HOT_KINDS, now - cfg.hot_window_hours * HOUR, cfg.hot_size,
+    recent = store.recent(project, HOT_KINDS, now - cfg.hot_window_hours * HOUR, cfg.hot_size * 2,
                           exclude_session=exclude_session, only_session=only_session)
-    return deque(reversed(recent), maxlen=cfg.hot_size)
+    exchanges = [m for m in recent if m.kind == "exchange"]
+    interactions = [m for m in recent if m.kind == "exchange" or not any(_answers(e, m) for e in exchanges)]
+    return deque(reversed(interactions[: cfg.hot_size]), maxlen=cfg.hot_size)
+
+
+def _answers(exchange: Memory, prompt: Memory) -> bool:
+    """Is `exchange` the answer to `prompt`? (same session, and the same prompt id or question)"""
+    if exchange.session_id != prompt.session_id:
+        return False
+    prompt_id = prompt.meta.get("prompt_id")
+    if prompt_id and exchange.meta.get("prompt_id") == prompt_id:
+        return True
+    return exchange.meta.get("prompt") == finish(prompt.text, PROMPT_PREVIEW_CHARS)
 
 
 def warm_window_start(store: "Store", now: float) -> float:

@@ -2,9 +2,9 @@
 
 An imported session yields the same memories live capture would have made: each prompt,
 each tool observation (from the `tool_result` entries, whose `toolUseResult` is the
-PostToolUse `tool_response`), each failed tool call, and one exchange per turn (the prompt
-with the gist of the final answer) that supersedes the turn's prompt. So importing a
-session recall already captured adds nothing new: the memories deduplicate.
+PostToolUse `tool_response`), each failed tool call, and one exchange per turn (the gist of
+the final answer, with its prompt as context). So importing a session recall already
+captured adds nothing new: the memories deduplicate.
 
 Entries keep their own timestamp, session and cwd. Event ids are derived from the entry
 uuids, so importing the same file twice changes nothing; unchanged files are skipped by
@@ -116,7 +116,6 @@ class _SessionReader:
         self.turn_answer: tuple[str, str, float, str, str] | None = None  # (uuid, text, at, session, project)
         self.skip_turn = False
         self.out: list[tuple[str, MemoryDraft | None, float]] = []
-        self.links: list[tuple[str, str]] = []  # (exchange event id, the prompt event id it supersedes)
 
     def close_turn(self) -> None:
         if self.turn_answer and not self.skip_turn:
@@ -124,10 +123,7 @@ class _SessionReader:
             prompt_text = self.turn_prompt[1] if self.turn_prompt else None
             draft = capture.exchange_memory(prompt_text, answer, self.cfg, project, session, at)
             if draft is not None:
-                event_id = f"import:{session}:{uuid}:exchange"
-                self.out.append((event_id, draft, at))
-                if self.turn_prompt:
-                    self.links.append((event_id, self.turn_prompt[0]))
+                self.out.append((f"import:{session}:{uuid}:exchange", draft, at))
         self.turn_prompt = None
         self.turn_answer = None
         self.skip_turn = False
@@ -206,13 +202,7 @@ def import_file(store, path: Path, report: ImportReport) -> int:
             first = sessions.get(entry.sessionId, (project, at, at))
             sessions[entry.sessionId] = (first[0], min(first[1], at), max(first[2], at))
     reader.close_turn()
-    # Supersede links are resolved now that the prompt memories have ids.
-    results = store.record_many([(event_id, draft, at) for event_id, draft, at in reader.out])
-    ids_by_event = {event_id: r.memory_id for (event_id, _, _), r in zip(reader.out, results)}
-    store.supersede_many([
-        (ids_by_event[exchange], ids_by_event[prompt]) for exchange, prompt in reader.links
-        if ids_by_event.get(exchange) and ids_by_event.get(prompt)
-    ])
+    results = store.record_many(reader.out)
     for session_id, (project, started, ended) in sessions.items():
         store.import_session(session_id, project, started, ended, str(path))
     report.events += len(results)

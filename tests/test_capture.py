@@ -94,8 +94,9 @@ def test_env_file_contents_are_blanked():
 def test_exchange_summary_is_extractive_and_bounded():
     answer = " ".join(f"Sentence {i} is filler." for i in range(200)) + " We decided to use port 8443 for TLS."
     memory = capture.exchange_memory("what port?", answer, CFG, "/p", "s", 1.0)
-    assert memory.text.startswith("Q: what port?\nA: Sentence 0 is filler.")
-    assert "port 8443" in memory.text and len(memory.text) <= CFG.max_answer_chars + 100
+    assert memory.text.startswith("Sentence 0 is filler. Sentence 1 is filler.")
+    assert "port 8443" in memory.text and len(memory.text) <= CFG.max_answer_chars
+    assert memory.meta["prompt"] == "what port?" and memory.kind == "exchange"
 
 
 def test_importance_ranks_decisions_and_corrections_higher():

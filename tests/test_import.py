@@ -41,9 +41,10 @@ def test_real_transcript_yields_prompt_tool_and_exchange(home):
     memories = store.recent("/home/user/projects/demo", ("prompt", "exchange", "tool"), 0, 10)
     kinds = {m.kind: m for m in memories}
     assert kinds["tool"].text == "Bash `echo hello-from-tool` → hello-from-tool"
-    assert kinds["exchange"].text == "Q: PLEASE_RUN_TOOL then say done\nA: Mock reply: done."
+    assert kinds["prompt"].text == "PLEASE_RUN_TOOL then say done"
+    assert kinds["exchange"].text == "Mock reply: done."
+    assert kinds["exchange"].meta["prompt"] == "PLEASE_RUN_TOOL then say done"
     assert kinds["exchange"].session_id.startswith("a9eae3c5")
-    assert "prompt" not in kinds  # superseded by its exchange
     # Text recall injected (hook_additional_context attachments) is never imported.
     assert not any("recall" in m.text.lower() for m in memories)
 
@@ -56,15 +57,15 @@ def test_import_is_idempotent_and_keeps_time_session_and_cwd(home, tmp_path):
     store.allow_model_load = False
     first = import_paths(store, [tmp_path / "t"])
     second = import_paths(store, [tmp_path / "t"])
-    assert first.new_memories == 2 and second.skipped_files == 1
+    assert first.new_memories == 2 and second.skipped_files == 1  # the prompt and the exchange
     path.touch()
     shutil.copy(path, tmp_path / "t" / "copy.jsonl")  # same entries in another file: still no duplicates
     third = import_paths(store, [tmp_path / "t"])
     assert third.new_memories == 0
-    hits = store.search("API port", project="/work/app")
-    assert hits[0].text == "Q: Which port does the API use?\nA: It listens on 8443."
-    assert hits[0].session_id == "s1"
-    assert hits[0].created_at == datetime(2024, 3, 5, 10, 1, tzinfo=timezone.utc)
+    answer = [h for h in store.search("which port for the API", project="/work/app") if h.kind == "exchange"][0]
+    assert answer.text == "It listens on 8443."  # found through its prompt (indexed context)
+    assert answer.session_id == "s1"
+    assert answer.created_at == datetime(2024, 3, 5, 10, 1, tzinfo=timezone.utc)
 
 
 def test_broken_lines_are_reported_not_fatal(home, tmp_path):

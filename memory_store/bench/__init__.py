@@ -1,0 +1,1 @@
+"""Benchmarks behind `recall bench ...`: retrieval quality (LoCoMo) and hook latency."""
