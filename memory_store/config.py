@@ -82,6 +82,10 @@ class RankingConfig(_Section):
         (1.0, 0.5, 0.25), description="BM25 weights of a memory's own text, the turns before it and after it."
     )
     candidates: int = Field(60, ge=5, description="Candidates taken from each retriever before fusion.")
+    session_weight: float = Field(
+        0.0, ge=0, description="Boost for memories whose session matches the query as a whole (see search.py)."
+    )
+    session_top: int = Field(3, ge=1, description="Candidates per session that make up its score.")
     recency_weight: float = Field(0.05, ge=0, description="How much exp(-age/decay) adds to a score.")
     recency_decay_days: float = Field(30, gt=0)
     priority_weight: float = Field(0.05, ge=0, description="How much the RFM priority adds to a score.")
@@ -91,9 +95,16 @@ class RankingConfig(_Section):
     rfm_half_life_days: float = Field(14, gt=0)
     temporal_bucket_weights: dict[str, float] = Field(
         default={"hour": 1.0, "day": 0.8, "week": 0.5, "month": 0.3, "older": 0.1},
-        description="Boost by age bucket, applied only to queries that ask about time.",
+        description="Boost by age bucket for queries that ask about time without naming one.",
     )
     temporal_weight: float = Field(0.1, ge=0)
+    date_weight: float = Field(
+        0.3, ge=0, description="Boost for memories inside the time a query names ('in July 2022', 'yesterday')."
+    )
+    date_window_before_days: float = Field(2, ge=0, description="A named time's window starts this much earlier…")
+    date_window_after_days: float = Field(
+        21, ge=0, description="…and ends this much later: events are reported after they happen."
+    )
     dedup_similarity: float = Field(
         0.97, gt=0, le=1, description="A new memory this close to an older one of its kind supersedes it."
     )

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 
 from .config import RankingConfig
+from .timeparse import TimeWindow, find_window
 
 DAY = 86400.0
 
@@ -49,16 +50,6 @@ _PATH_CUE = re.compile(
     r"cpp|hpp|cs|php|md|txt|json|ya?ml|toml|ini|cfg|sh|sql|html|css|scss|lock|env|xml|proto|gradle|swift))\b"
 )
 
-# Relative time expressions: (pattern, start offset in days, end offset in days, bucket).
-_RELATIVE_TIME = [
-    (re.compile(r"\b(just now|a moment ago|minutes? ago|an hour ago|this morning|this afternoon|earlier today|"
-                r"today)\b", re.I), 1.0, 0.0, "hour"),
-    (re.compile(r"\b(yesterday|last night)\b", re.I), 2.0, 0.5, "day"),
-    (re.compile(r"\b(this week|few days ago|couple of days ago|days ago|recently|lately)\b", re.I), 7.0, 0.0,
-     "week"),
-    (re.compile(r"\b(last week|a week ago|previous week)\b", re.I), 14.0, 6.0, "week"),
-    (re.compile(r"\b(this month|weeks ago|couple of weeks|last month|a month ago)\b", re.I), 62.0, 0.0, "month"),
-]
 _TEMPORAL_WORDS = re.compile(
     r"\b(yesterday|today|tonight|last (?:week|month|year|time|night|session)|earlier|before|previously|"
     r"ago|recently|lately|when|since|this (?:morning|week|month)|the other day)\b",
@@ -84,10 +75,8 @@ class Query:
 
     text: str
     terms: list[str] = field(default_factory=list)  # content words, stopwords removed, in order, unique
-    asks_about_time: bool = False
-    since: float | None = None  # a relative-time phrase narrows the window…
-    until: float | None = None
-    bucket: str | None = None  # …and says which age bucket to favour
+    asks_about_time: bool = False  # "when …", "yesterday", "last week" …
+    window: TimeWindow | None = None  # the time a date or relative phrase in the query points at
 
     @property
     def fts(self) -> str | None:
@@ -97,25 +86,24 @@ class Query:
         return " OR ".join('"' + t.replace('"', '""') + '"' for t in self.terms)
 
 
-def parse_query(text: str, now: float | None = None) -> Query:
+def parse_query(text: str, now: float | None = None, cfg: RankingConfig | None = None) -> Query:
+    """Content terms (no stopwords, no date words), whether the query is about time, and the time
+    window a date or relative phrase names ("in July 2022", "yesterday")."""
     now = time.time() if now is None else now
+    cfg = cfg or RankingConfig()
+    window = find_window(text, now, cfg.date_window_before_days, cfg.date_window_after_days)
+    content = text if window is None else text[: window.span[0]] + " " + text[window.span[1]:]
     seen: set[str] = set()
     terms = []
-    for word in words(text):
+    for word in words(content):
         if word in STOPWORDS or (len(word) < 2 and not word.isdigit()) or word in seen:
             continue
         seen.add(word)
         terms.append(word)
     if not terms:  # a query made only of stopwords still deserves an answer
         terms = list(dict.fromkeys(w for w in words(text) if len(w) > 1))[:8]
-    query = Query(text=text, terms=terms, asks_about_time=bool(_TEMPORAL_WORDS.search(text)))
-    for pattern, start_days, end_days, bucket in _RELATIVE_TIME:
-        if pattern.search(text):
-            query.since = now - start_days * DAY
-            query.until = now - end_days * DAY if end_days else None
-            query.bucket = bucket
-            break
-    return query
+    return Query(text=text, terms=terms, asks_about_time=bool(_TEMPORAL_WORDS.search(text)) or window is not None,
+                 window=window)
 
 
 def prompt_cues(prompt: str, cues) -> list[str]:

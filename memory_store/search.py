@@ -63,6 +63,19 @@ def similarity_of(store: "Store", memory_id: int, query_vector: bytes) -> float 
     return None if stored is None else store.embedder.similarity(stored, query_vector)
 
 
+def session_scores(rows, fused: dict[int, float], top: int) -> dict[str, float]:
+    """How strongly each session matches the query as a whole (the sum of its best `top` candidate
+    scores, scaled to a best of 1): a memory in a conversation that keeps matching is likelier to be
+    the one meant than an isolated hit."""
+    by_session: dict[str, list[float]] = {}
+    for row in rows:
+        if row.session_id:
+            by_session.setdefault(row.session_id, []).append(fused[row.id])
+    totals = {session: sum(sorted(values, reverse=True)[:top]) for session, values in by_session.items()}
+    best = max(totals.values(), default=0.0)
+    return {session: value / best for session, value in totals.items()} if best > 0 else {}
+
+
 def run_search(store: "Store", query_text: str, limit: int, project: str | None, *, since=None, until=None,
                exclude_ids=frozenset(), exclude_session=None, fusion=None, touch=True, now=None) -> list[Hit]:
     from .store import _MEMORY_COLUMNS, _Row
@@ -71,12 +84,24 @@ def run_search(store: "Store", query_text: str, limit: int, project: str | None,
     if fusion:
         cfg = cfg.model_copy(update={"fusion": fusion})
     now = time.time() if now is None else now
-    query = ranking.parse_query(query_text, now)
+    query = ranking.parse_query(query_text, now, cfg)
     limit = max(1, int(limit))
     n = max(cfg.candidates, limit * 3) + len(exclude_ids)
 
     lexical = lexical_candidates(store, query, n, project, since, until) if cfg.fusion != "dense" else {}
     dense, query_vector = dense_candidates(store, query_text, n, project, since, until) if cfg.fusion != "fts" else ({}, None)
+    window = query.window
+    if window is not None and cfg.date_weight > 0:
+        # A named time ("in July 2022") also gets candidates of its own: weak words such as
+        # "where" or "travel" are strong inside the right weeks. BM25 and cosine scores are
+        # comparable across both passes (same index statistics), so the lists simply merge.
+        start = max(window.start, since) if since is not None else window.start
+        end = min(window.end, until) if until is not None else window.end
+        if cfg.fusion != "dense":
+            lexical.update(lexical_candidates(store, query, n, project, start, end))
+        if query_vector is not None:
+            with store.lock:
+                dense.update(store.vectors.nearest(query_vector, n, project, start, end))
     fused = ranking.fuse(lexical, dense, cfg)
     if not fused:
         return []
@@ -96,23 +121,23 @@ def run_search(store: "Store", query_text: str, limit: int, project: str | None,
     if not rows:
         return []
 
+    session_support = session_scores(rows, fused, cfg.session_top) if cfg.session_weight > 0 else {}
     max_uses = max(r.seen_count - 1 + r.access_count for r in rows)
     buckets = cfg.temporal_bucket_weights
     scored = []
     for row in rows:
         age = now - row.created_at
-        score = fused[row.id]
+        score = fused[row.id] + cfg.session_weight * session_support.get(row.session_id, 0.0)
         score += cfg.recency_weight * ranking.recency(age, cfg.recency_decay_days)
         last_use = max(row.created_at, row.last_accessed or 0.0)
         score += cfg.priority_weight * ranking.rfm_priority(
             now - last_use, row.seen_count - 1 + row.access_count, max_uses, row.importance, cfg
         )
-        if query.asks_about_time:
-            in_window = (query.since is None or row.created_at >= query.since) and (
-                query.until is None or row.created_at <= query.until
-            )
-            bucket = query.bucket if in_window and query.bucket else ranking.age_bucket(age)
-            score += cfg.temporal_weight * buckets.get(bucket, 0.0) * (1.0 if in_window else 0.5)
+        if window is not None:
+            if window.start <= row.created_at <= window.end:
+                score += cfg.date_weight
+        elif query.asks_about_time:
+            score += cfg.temporal_weight * buckets.get(ranking.age_bucket(age), 0.0)
         scored.append((score, row))
     scored.sort(key=lambda pair: (-pair[0], -pair[1].created_at))
     top = scored[:limit]
