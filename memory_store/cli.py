@@ -408,13 +408,15 @@ def bench_locomo(
 def bench_latency(
     memories: Annotated[str, typer.Option(help="Comma-separated store sizes to measure.")] = "10000,100000",
     runs: Annotated[int, typer.Option(min=5)] = 60,
+    import_entries: Annotated[int, typer.Option(help="Also time `recall import` of this many transcript "
+                                                     "entries with embeddings (0: skip).")] = 10_000,
     json_output: JsonOption = False,
 ):
     """Wall time per hook event as Claude Code runs them (a fresh process per call) beside bare Python."""
     from .bench.latency import format_latency, run_latency
 
     report = run_latency([int(n) for n in memories.split(",")], runs=runs,
-                         echo=lambda message: typer.echo(message, err=True))
+                         echo=lambda message: typer.echo(message, err=True), import_entries=import_entries)
     if json_output:
         emit_json(report)
     else:

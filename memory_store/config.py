@@ -65,9 +65,11 @@ class TierConfig(_Section):
 
 class InjectConfig(_Section):
     budget_chars: int = Field(
-        1500, ge=200, le=8000, description="Characters of recalled context per injection (hard cap 10,000)."
+        1500, ge=500, le=8000,
+        description="Characters of recalled context per injection (room for the header and at least one memory; "
+        "inject.HARD_CAP is 9,000, Claude Code's limit 10,000).",
     )
-    hot_budget_chars: int = Field(1500, ge=200, le=8000, description="Characters of the SessionStart hot-tier brief.")
+    hot_budget_chars: int = Field(1500, ge=500, le=8000, description="Characters of the SessionStart hot-tier brief.")
     max_item_chars: int = Field(600, ge=80, description="One recalled memory is cut to this length.")
 
 
@@ -106,7 +108,9 @@ class RankingConfig(_Section):
         21, ge=0, description="…and ends this much later: events are reported after they happen."
     )
     dedup_similarity: float = Field(
-        0.97, gt=0, le=1, description="A new memory this close to an older one of its kind supersedes it."
+        0.97, gt=0, le=1,
+        description="A new memory this close (cosine) to an older one of its kind, in the month before, "
+        "supersedes it (1: never).",
     )
 
 

@@ -105,6 +105,7 @@ def m001_initial(conn: apsw.Connection) -> None:
         );
         CREATE INDEX memories_project_time ON memories(project, created_at);
         CREATE INDEX memories_session_time ON memories(session_id, created_at);
+        CREATE INDEX memories_time ON memories(created_at);
         CREATE UNIQUE INDEX memories_dedup ON memories(project, kind, content_hash);
 
         -- Every captured event, by the id its producer gave it: the exactly-once ledger for

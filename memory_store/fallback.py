@@ -29,14 +29,20 @@ def recover(home: str, event: str, event_id: str, received_at: float, raw: bytes
     paths = DataPaths(home)
     started, coming = ("busy", False) if busy else start_worker(paths, log)
     log.info("worker_unavailable", hook=event, action=started)
-    wait = START_WAIT.get(event, 0.0)
-    if header is not None and coming and wait and wait_for_worker(paths, wait):
-        try:
-            answer, body = transport.exchange(home, header, raw, ANSWER_DEADLINE.get(event, 1.5))
-            if answer.startswith(transport.OK_PREFIX):
-                return body, "workerafterstart"
-        except transport.WorkerUnavailable:
-            pass
+    deadline = time.monotonic() + START_WAIT.get(event, 0.0)
+    while header is not None and coming and time.monotonic() < deadline:
+        status = wait_for_worker(paths, deadline - time.monotonic())
+        if status == "died":  # the worker we waited for failed at start: one more try, same deadline
+            started, coming = start_worker(paths, log)
+            continue
+        if status == "up":
+            try:
+                answer, body = transport.exchange(home, header, raw, ANSWER_DEADLINE.get(event, 1.5))
+                if answer.startswith(transport.OK_PREFIX):
+                    return body, "workerafterstart"
+            except transport.WorkerUnavailable:
+                pass
+        break
     if not spool_event(home, event, event_id, received_at, raw):
         return b"", "rejected"
     remember_interpreter(paths)
@@ -110,25 +116,54 @@ def worker_python(paths: DataPaths, log: JsonLog) -> str | None:
     return None
 
 
+def _alive(pid: int) -> bool:
+    if os.name == "nt":
+        return True  # no cheap check: rely on the time guard alone
+    try:
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:  # our own child, exited (reaped now, not a zombie)
+            return False
+    except ChildProcessError:
+        pass  # not our child: ask the kernel
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _claim_spawn(paths: DataPaths) -> bool:
-    """True for the one hook (per SPAWN_GUARD_SECONDS) that should start the worker."""
+    """True for the one hook that should start the worker. The marker holds the pid of what was
+    started: while that process lives (up to SPAWN_GUARD_SECONDS) nobody starts another; a worker
+    that died at once (broken Python) does not block the next attempt."""
     marker = paths.worker_starting
     try:
         fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         try:
-            if time.time() - marker.stat().st_mtime < SPAWN_GUARD_SECONDS:
+            pid = int(marker.read_text(encoding="ascii") or 0)
+            if pid and _alive(pid) and time.time() - marker.stat().st_mtime < SPAWN_GUARD_SECONDS:
                 return False
             os.unlink(marker)
             fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except OSError:
+        except (OSError, ValueError):
             return False
     os.write(fd, str(os.getpid()).encode())
     os.close(fd)
     return True
 
 
-def detached(argv: list[str], env: dict, out_path) -> None:
+def _note_spawned(paths: DataPaths, pid: int) -> None:
+    try:
+        tmp = paths.worker_starting.with_name(f"worker.starting.{os.getpid()}")
+        tmp.write_text(str(pid), encoding="ascii")
+        os.replace(tmp, paths.worker_starting)
+    except OSError:
+        pass
+
+
+def detached(argv: list[str], env: dict, out_path) -> int:
     """Start a process that outlives this hook (and Claude Code): own session, no inherited pipes."""
     ensure_private_dir(out_path.parent)
     with open(out_path, "ab") as out:
@@ -138,7 +173,7 @@ def detached(argv: list[str], env: dict, out_path) -> None:
             kwargs["creationflags"] = 0x00000008 | 0x00000200 | 0x08000000  # DETACHED, NEW_GROUP, NO_WINDOW
         else:
             kwargs["start_new_session"] = True
-        subprocess.Popen(argv, **kwargs)
+        return subprocess.Popen(argv, **kwargs).pid
 
 
 def child_env(paths: DataPaths) -> dict:
@@ -173,7 +208,7 @@ def start_worker(paths: DataPaths, log: JsonLog) -> tuple[str, bool]:
                 "--home", str(paths.home), "--root", PLUGIN_ROOT]
         what = "bootstrap"
     try:
-        detached(argv, env, paths.logs / ("worker.out" if what == "worker" else "bootstrap.out"))
+        _note_spawned(paths, detached(argv, env, paths.logs / ("worker.out" if what == "worker" else "bootstrap.out")))
     except OSError as exc:
         log.error("spawn_failed", what=what, error=str(exc))
         return "failed", False
@@ -181,16 +216,24 @@ def start_worker(paths: DataPaths, log: JsonLog) -> tuple[str, bool]:
     return what, python is not None
 
 
-def wait_for_worker(paths: DataPaths, seconds: float) -> bool:
-    """Poll until the worker answers a health check or `seconds` pass."""
+def wait_for_worker(paths: DataPaths, seconds: float) -> str:
+    """Poll until the worker answers ('up'), the process started for it exits ('died') or
+    `seconds` pass ('timeout')."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
             transport.request(paths, {"op": "health"}, timeout=max(0.05, deadline - time.monotonic()))
-            return True
+            return "up"
         except transport.WorkerUnavailable:
-            time.sleep(0.03)
-    return False
+            pass
+        try:
+            pid = int(paths.worker_starting.read_text(encoding="ascii") or 0)
+        except (OSError, ValueError):
+            pid = 0
+        if pid and not _alive(pid):
+            return "died"
+        time.sleep(0.03)
+    return "timeout"
 
 
 # --- things said or written once ----------------------------------------------------------------

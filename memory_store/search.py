@@ -25,16 +25,28 @@ def lexical_candidates(store: "Store", query: ranking.Query, n: int, project: st
     if not expression:
         return {}
     weights = ", ".join(str(float(w)) for w in store.config.ranking.fts_column_weights)
+    # CROSS JOIN pins the FTS index as the outer loop: with a plain JOIN SQLite walked the
+    # project's rows and probed the index once per row (400 ms instead of 3 ms at 10k memories).
     sql = (f"SELECT memories.id, -bm25(memories_fts, {weights}) FROM memories_fts "
-           "JOIN memories ON memories.id = memories_fts.rowid "
+           "CROSS JOIN memories ON memories.id = memories_fts.rowid "
            "WHERE memories_fts MATCH ? AND memories.superseded_by IS NULL")
     args: list = [expression]
     if project is not None:
         sql += " AND memories.project = ?"
         args.append(project)
     if since is not None:
-        sql += " AND memories.created_at >= ?"
-        args.append(since)
+        # Ids grow with time (live capture), so a time window is also a rowid range, which FTS5
+        # applies inside the index instead of scoring every older match first.
+        with store.lock:
+            first = store.conn.execute(
+                "SELECT min(id) FROM memories WHERE project = ? AND created_at >= ?" if project is not None
+                else "SELECT min(id) FROM memories WHERE created_at >= ?",
+                (project, since) if project is not None else (since,),
+            ).fetchone()[0]
+        if first is None:
+            return {}
+        sql += " AND memories_fts.rowid >= ? AND memories.created_at >= ?"
+        args.extend((first, since))
     if until is not None:
         sql += " AND memories.created_at <= ?"
         args.append(until)
@@ -44,23 +56,32 @@ def lexical_candidates(store: "Store", query: ranking.Query, n: int, project: st
         return {memory_id: score for memory_id, score in store.conn.execute(sql, args)}
 
 
-def dense_candidates(store: "Store", text: str, n: int, project: str | None, since: float | None,
-                     until: float | None) -> tuple[dict[int, float], bytes | None]:
-    """(memory id -> cosine similarity of the n nearest vectors, the query vector), when the model
-    and the index are ready; ({}, None) otherwise."""
+def embed_query_soon(store: "Store", text: str):
+    """Start embedding the query in the background (onnxruntime releases the GIL), so the model
+    runs while SQLite answers the lexical search. Returns a future, or None without dense search."""
     embedder = store.embedder
     if not store.dense_ready(embedder):
-        return {}, None
-    vector = embedder.embed_query(text)
-    with store.lock:
-        return store.vectors.nearest(vector, n, project, since, until), vector
+        return None
+    return store.background.submit(embedder.embed_query, text)
 
 
-def similarity_of(store: "Store", memory_id: int, query_vector: bytes) -> float | None:
-    """Cosine similarity of a stored memory to the query (None while it waits for its embedding)."""
+def dense_candidates(store: "Store", vector: bytes | None, n: int, project: str | None, since: float | None,
+                     until: float | None) -> dict[int, float]:
+    """memory id -> cosine similarity of the n nearest vectors ({} without a query vector)."""
+    if vector is None:
+        return {}
     with store.lock:
-        stored = store.vectors.get(memory_id)
-    return None if stored is None else store.embedder.similarity(stored, query_vector)
+        return store.vectors.nearest(vector, n, project, since, until)
+
+
+def similarity_of(store: "Store", row, query_vector: bytes) -> float:
+    """Cosine similarity of a memory to the query; one still waiting for its embedding is embedded
+    on the spot, so the similarity threshold applies to every memory alike."""
+    with store.lock:
+        stored = store.vectors.get(row.id)
+    if stored is None:
+        stored = store.embedder.embed([row.text])[0]
+    return store.embedder.similarity(stored, query_vector)
 
 
 def session_scores(rows, fused: dict[int, float], top: int) -> dict[str, float]:
@@ -88,8 +109,10 @@ def run_search(store: "Store", query_text: str, limit: int, project: str | None,
     limit = max(1, int(limit))
     n = max(cfg.candidates, limit * 3) + len(exclude_ids)
 
+    pending_vector = embed_query_soon(store, query_text) if cfg.fusion != "fts" else None
     lexical = lexical_candidates(store, query, n, project, since, until) if cfg.fusion != "dense" else {}
-    dense, query_vector = dense_candidates(store, query_text, n, project, since, until) if cfg.fusion != "fts" else ({}, None)
+    query_vector = pending_vector.result() if pending_vector is not None else None
+    dense = dense_candidates(store, query_vector, n, project, since, until)
     window = query.window
     if window is not None and cfg.date_weight > 0:
         # A named time ("in July 2022") also gets candidates of its own: weak words such as
@@ -147,6 +170,6 @@ def run_search(store: "Store", query_text: str, limit: int, project: str | None,
     for score, row in top:
         similarity = dense.get(row.id)
         if similarity is None and query_vector is not None:
-            similarity = similarity_of(store, row.id, query_vector)
+            similarity = similarity_of(store, row, query_vector)
         hits.append(row.hit(score, similarity))
     return hits

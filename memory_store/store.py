@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -35,6 +36,8 @@ _MEMORY_COLUMNS = (
 
 CONVERSATION_KINDS = ("prompt", "exchange")  # the turns of a conversation: each other's context
 TURN_SEPARATOR = "\n\x1e "  # between neighbouring turns in the context columns
+DEDUP_WINDOW_SECONDS = 30 * 86400  # near-duplicates are looked for this far back
+_DIGITS = re.compile(r"\d+")
 
 
 def content_hash(text: str) -> str:
@@ -108,11 +111,14 @@ class Store:
         self.vectors = VectorIndex(self.conn) if self.vector_error is None else None
         self._embedder = None
         self._embedder_error: str | None = None
+        self._background = None
         self.allow_model_load = True  # the worker turns this off and loads the model in the background
 
     # --- lifecycle ----------------------------------------------------------------------------
 
     def close(self) -> None:
+        if self._background is not None:
+            self._background.shutdown(wait=True)
         with self.lock:
             self.conn.close()
 
@@ -140,6 +146,15 @@ class Store:
             self._embedder_error = str(exc)
             self.log.warning("embedding_unavailable", reason=str(exc))
         return self._embedder
+
+    @property
+    def background(self):
+        """A one-thread executor for work that overlaps a query (embedding it while FTS runs)."""
+        if self._background is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-query")
+        return self._background
 
     def set_embedder(self, embedder) -> None:
         self._embedder = embedder
@@ -199,15 +214,38 @@ class Store:
                         f"SELECT id FROM memories WHERE id IN ({','.join('?' * len(rows))})", [r[0] for r in rows]
                     )
                 }
-                self.vectors.add(
-                    [(r[0], r[1], r[2], v) for r, v in zip(rows, vectors) if r[0] in still_there]
-                )
+                added = [(r[0], r[1], r[2], v) for r, v in zip(rows, vectors) if r[0] in still_there]
+                self.vectors.add(added)
                 self.conn.executemany("DELETE FROM embed_queue WHERE memory_id = ?", [(r[0],) for r in rows])
+                self._supersede_near_duplicates(added)
             done += len(rows)
             batches += 1
             if progress:
                 progress(len(rows))
         return done
+
+    def _supersede_near_duplicates(self, added: list[tuple[int, str, float, bytes]]) -> None:
+        """A memory nearly identical (cosine >= ranking.dedup_similarity) to an older one of the same
+        kind in the same project, from the month before it, supersedes that one: the newest wording
+        of a repeated command, prompt or result is the one searched. The old one stays readable."""
+        threshold = self.config.ranking.dedup_similarity
+        if threshold >= 1:
+            return
+        for memory_id, project, created_at, vector in added:
+            kind, text = self.conn.execute("SELECT kind, text FROM memories WHERE id = ?", (memory_id,)).fetchone()
+            near = self.vectors.nearest(vector, 4, project, created_at - DEDUP_WINDOW_SECONDS, created_at)
+            candidates = [i for i, similarity in near.items() if i < memory_id and similarity >= threshold]
+            # Numbers are where near-identical sentences differ in fact ("port 8080" / "port 8443",
+            # "note 1" / "note 2"): embeddings barely see them, so such pairs are both kept.
+            numbers = _DIGITS.findall(text)
+            older = [i for i in candidates if _DIGITS.findall(
+                self.conn.execute("SELECT text FROM memories WHERE id = ?", (i,)).fetchone()[0]) == numbers]
+            if older:
+                self.conn.execute(
+                    f"UPDATE memories SET superseded_by = ? WHERE id IN ({','.join('?' * len(older))}) "
+                    "AND kind = ? AND superseded_by IS NULL",
+                    (memory_id, *older, kind),
+                )
 
     def reindex(self, embedder=None, progress=None) -> int:
         """Drop the vector index and re-embed every memory with the configured model."""

@@ -159,3 +159,25 @@ def test_concurrent_writers_wait_instead_of_failing(home):
             b.record("e1", draft("blocked"))
     b.conn.set_busy_timeout(db.BUSY_TIMEOUT_MS)
     assert b.record("e1", draft("now it works")).created
+
+
+def test_near_duplicate_supersedes_the_older_one(home):
+    """With real embeddings: a re-worded repeat of a memory supersedes the older one; a different one does not."""
+    s = open_store(home)
+    now = time.time()
+    old = s.record("d1", draft("Run the integration tests with pytest -x before pushing", kind="note", at=now - 60))
+    other = s.record("d2", draft("The staging database lives in eu-west-1", kind="note", at=now - 30))
+    new = s.record("d3", draft("Run the integration tests using pytest -x before pushing", kind="note", at=now))
+    s.embed_pending()
+    memories = {m.id: m for m in s.get([old.memory_id, other.memory_id, new.memory_id])}
+    assert memories[old.memory_id].superseded_by == new.memory_id
+    assert memories[other.memory_id].superseded_by is None and memories[new.memory_id].superseded_by is None
+
+
+def test_near_duplicates_that_differ_in_a_number_are_both_kept(home):
+    s = open_store(home)
+    now = time.time()
+    a = s.record("n1", draft("parallel note 1 about caching", kind="note", at=now - 10))
+    b = s.record("n2", draft("parallel note 2 about caching", kind="note", at=now))
+    s.embed_pending()
+    assert all(m.superseded_by is None for m in s.get([a.memory_id, b.memory_id]))

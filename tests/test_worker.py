@@ -1,0 +1,158 @@
+"""The long-lived worker: start on demand, one per data dir, crash and restart, idle exit, fallback."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from conftest import ROOT, load_payload, wait_for, worker_health
+from memory_store import open_store, transport
+from memory_store.paths import DataPaths
+
+
+def prompt_payload(project, text, session="s1", prompt_id="p"):
+    return load_payload("UserPromptSubmit", session_id=session, cwd=str(project), prompt=text, prompt_id=prompt_id)
+
+
+def worker_pids(home) -> list[int]:
+    """Worker processes serving this data dir (from the process table, not from our pid file)."""
+    out = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [int(line.split()[0]) for line in out.splitlines()
+            if "memory_store.worker" in line and str(home) in line]
+
+
+def test_first_hook_starts_a_worker_and_later_hooks_reuse_it(hooks, home, project):
+    assert worker_health(home) is None
+    hooks.run("SessionStart", load_payload("SessionStart-startup", cwd=str(project)))
+    first = wait_for(lambda: worker_health(home))
+    assert first and first["version"]
+    for i in range(3):
+        hooks.run("UserPromptSubmit", prompt_payload(project, f"note number {i} about the parser", prompt_id=str(i)))
+    assert worker_health(home)["pid"] == first["pid"]
+    assert worker_pids(home) == [first["pid"]]
+
+
+def test_concurrent_sessions_share_one_worker(hooks, home, project, other_project):
+    """Many hooks of several sessions at once, none running yet: exactly one worker, every event kept."""
+    def fire(i):
+        cwd = project if i % 2 else other_project
+        return hooks.run("UserPromptSubmit", prompt_payload(cwd, f"parallel note {i} about caching", f"s{i}", f"p{i}"))
+
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        results = list(pool.map(fire, range(24)))
+    assert all(r.returncode == 0 for r in results)
+    wait_for(lambda: worker_health(home))
+    time.sleep(1.0)  # give a second spawn, if any, the time to show up
+    assert len(worker_pids(home)) == 1
+    store = open_store(home)
+    texts = {h.text for p in (project, other_project) for h in store.search("parallel note caching", limit=50,
+                                                                           project=str(p))}
+    assert {f"parallel note {i} about caching" for i in range(24)} <= texts
+    assert store.counts()["events"] == 24
+
+
+def test_a_killed_worker_is_replaced_and_nothing_is_lost(hooks, home, project):
+    hooks.run("SessionStart", load_payload("SessionStart-startup", cwd=str(project)))
+    pid = wait_for(lambda: worker_health(home))["pid"]
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not worker_pids(home))
+    # Stale socket and pid file are left behind; the next hook must cope.
+    result = hooks.run("UserPromptSubmit", prompt_payload(project, "after the crash: the flag is --strict", prompt_id="c"))
+    assert result.returncode == 0
+    new = wait_for(lambda: worker_health(home))
+    assert new and new["pid"] != pid
+    assert open_store(home).search("flag strict crash", project=str(project))
+
+
+def test_second_worker_for_the_same_dir_exits_at_once(hooks, home, project):
+    hooks.run("SessionStart", load_payload("SessionStart-startup", cwd=str(project)))
+    pid = wait_for(lambda: worker_health(home))["pid"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "memory_store.worker", "--home", str(home)], env=env, timeout=30,
+                            capture_output=True)
+    assert result.returncode == 0 and time.monotonic() - started < 10
+    assert worker_health(home)["pid"] == pid
+
+
+def test_idle_worker_exits_and_cleans_up(hooks, home, project):
+    os.makedirs(home, exist_ok=True)
+    (home / "config.json").write_text(json.dumps({"worker": {"idle_timeout_minutes": 0.05}}))  # 3 seconds
+    hooks.run("SessionStart", load_payload("SessionStart-startup", cwd=str(project)))
+    pid = wait_for(lambda: worker_health(home))["pid"]
+    assert wait_for(lambda: not worker_pids(home), timeout=30)
+    paths = DataPaths(home)
+    assert not paths.worker_socket.exists() and not paths.worker_pid.exists()
+    # The next hook brings a fresh one.
+    hooks.run("SessionStart", load_payload("SessionStart-startup", cwd=str(project)))
+    assert wait_for(lambda: worker_health(home))["pid"] != pid
+
+
+def test_worker_exits_when_its_data_dir_is_deleted(hooks, home, project, tmp_path):
+    import shutil
+
+    hooks.run("SessionStart", load_payload("SessionStart-startup", cwd=str(project)))
+    wait_for(lambda: worker_health(home))
+    shutil.rmtree(home)
+    assert wait_for(lambda: not worker_pids(home), timeout=20)
+
+
+def test_hooks_fall_back_to_the_spool_when_no_worker_can_start(hooks, home, project, tmp_path):
+    """RECALL_PYTHON lacks recall's dependencies, so every worker it starts dies at import: hooks
+    still return at once, and every event waits in the spool."""
+    bare = tmp_path / "bare-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    hooks.env["RECALL_PYTHON"] = str(bare / "bin" / "python")
+    started = time.monotonic()
+    result = hooks.run("PostToolUse", load_payload("PostToolUse-Bash", cwd=str(project)))
+    assert result.returncode == 0 and result.stdout == ""
+    assert time.monotonic() - started < 5
+    spooled = list(DataPaths(home).spool.glob("*.json"))
+    assert len(spooled) == 1
+    # With a working Python again, the next hook's worker ingests the spool exactly once.
+    hooks.env["RECALL_PYTHON"] = sys.executable
+    hooks.run("SessionStart", load_payload("SessionStart-startup", cwd=str(project)))
+    wait_for(lambda: worker_health(home))
+    assert wait_for(lambda: not list(DataPaths(home).spool.glob("*.json")))
+    assert open_store(home).search("git status", project=str(project))
+
+
+def test_slow_worker_does_not_hold_up_the_prompt(hooks, home, project):
+    """A worker that accepts but never answers (stopped with SIGSTOP): the hook gives up within its
+    deadline, spools the prompt and prints nothing."""
+    hooks.run("SessionStart", load_payload("SessionStart-startup", cwd=str(project)))
+    pid = wait_for(lambda: worker_health(home))["pid"]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        result = hooks.run("UserPromptSubmit", prompt_payload(project, "what is the retry policy?", prompt_id="slow"))
+        elapsed = time.monotonic() - started
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert result.returncode == 0 and result.stdout == ""
+    assert elapsed < 5
+    assert list(DataPaths(home).spool.glob("*.json"))
+    assert open_store(home).search("retry policy", project=str(project))
+
+
+def test_protocol_version_is_checked(hooks, home, project):
+    hooks.run("SessionStart", load_payload("SessionStart-startup", cwd=str(project)))
+    wait_for(lambda: worker_health(home))
+    line, _ = transport.exchange(str(home), b'{"v":999,"op":"health"}', b"", 2.0)
+    assert json.loads(line)["error"] == "unsupported protocol"
+
+
+def test_worker_embeds_new_memories_in_the_background(hooks, home, project):
+    hooks.run("UserPromptSubmit", prompt_payload(project, "the nightly export runs at 02:00 UTC", prompt_id="e"))
+    health = wait_for(lambda: (h := worker_health(home)) and h["model"] == "ready" and h["pending"] == 0 and h,
+                      timeout=60)
+    assert health
+    store = open_store(home)
+    assert store.counts()["vectors"] >= 1
+    hits = store.search("when does the nightly export happen", project=str(project))
+    assert hits and hits[0].similarity is not None
