@@ -132,7 +132,9 @@ class RerankConfig(_Section):
 
 class WorkerConfig(_Section):
     idle_timeout_minutes: float = Field(30, gt=0, description="The worker exits after this long without requests.")
-    embed_batch: int = Field(64, ge=1, description="Memories taken from the embedding queue per round.")
+    embed_batch: int = Field(
+        256, ge=1, description="Memories taken from the embedding queue per round (sorted by length, less padding)."
+    )
 
 
 class Config(_Section):

@@ -265,22 +265,6 @@ def first_run_notice(paths: DataPaths, started: str) -> dict:
     return {"systemMessage": text}
 
 
-def export_home(home: str) -> None:
-    """SessionStart: let the Bash tool's `recall` find this data dir (Claude Code sources the lines of
-    CLAUDE_ENV_FILE before each Bash command)."""
-    env_file = os.environ.get("CLAUDE_ENV_FILE")
-    if not env_file or os.environ.get("RECALL_HOME"):
-        return
-    line = "export RECALL_HOME='" + home.replace("'", "'\\''") + "'\n"
-    try:
-        with open(env_file, "a+", encoding="utf-8") as handle:
-            handle.seek(0)
-            if line not in handle.read():
-                handle.write(line)
-    except OSError:
-        pass
-
-
 def remember_interpreter(paths: DataPaths) -> None:
     """Record this interpreter for the launcher: an absolute path skips version-manager shims."""
     try:

@@ -91,6 +91,22 @@ def _worker_refused(answer: bytes, event, event_id, received_at, raw, home) -> t
     return recover(home, event, event_id, received_at, raw, None, busy=False)
 
 
+def export_home(home: str) -> None:
+    """SessionStart: let the Bash tool's `recall` find this data dir (Claude Code sources the lines of
+    CLAUDE_ENV_FILE before each Bash command)."""
+    env_file = os.environ.get("CLAUDE_ENV_FILE")
+    if not env_file or os.environ.get("RECALL_HOME"):
+        return
+    line = "export RECALL_HOME='" + home.replace("'", "'\\''") + "'\n"
+    try:
+        with open(env_file, "a+", encoding="utf-8") as handle:
+            handle.seek(0)
+            if line not in handle.read():
+                handle.write(line)
+    except OSError:
+        pass
+
+
 def read_stdin(stream) -> bytes:
     raw = stream.read(MAX_STDIN_BYTES + 1)
     if len(raw) > MAX_STDIN_BYTES:
@@ -110,8 +126,6 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
         raw = read_stdin(stdin or sys.stdin.buffer)
         output, route = run(event, raw, home)
         if event == "SessionStart":
-            from .fallback import export_home
-
             export_home(home)
     except Exception as exc:  # a hook never breaks Claude Code: log, print nothing, exit 0
         try:

@@ -193,13 +193,14 @@ class Store:
         batch = batch or self.config.worker.embed_batch
         done = 0
         batches = 0
+        with self.lock:
+            # Superseded memories are never searched: drop them from the queue instead.
+            self.conn.execute(
+                "DELETE FROM embed_queue WHERE memory_id IN (SELECT q.memory_id FROM embed_queue q "
+                "JOIN memories m ON m.id = q.memory_id WHERE m.superseded_by IS NOT NULL)"
+            )
         while max_batches is None or batches < max_batches:
             with self.lock:
-                # Superseded memories are never searched: drop them from the queue instead.
-                self.conn.execute(
-                    "DELETE FROM embed_queue WHERE memory_id IN (SELECT q.memory_id FROM embed_queue q "
-                    "JOIN memories m ON m.id = q.memory_id WHERE m.superseded_by IS NOT NULL)"
-                )
                 rows = self.conn.execute(
                     "SELECT m.id, m.project, m.created_at, m.text FROM embed_queue q JOIN memories m ON m.id = q.memory_id "
                     "ORDER BY q.memory_id LIMIT ?",
@@ -225,13 +226,17 @@ class Store:
         return done
 
     def _supersede_near_duplicates(self, added: list[tuple[int, str, float, bytes]]) -> None:
-        """A memory nearly identical (cosine >= ranking.dedup_similarity) to an older one of the same
-        kind in the same project, from the month before it, supersedes that one: the newest wording
-        of a repeated command, prompt or result is the one searched. The old one stays readable."""
+        """A recent memory nearly identical (cosine >= ranking.dedup_similarity) to an older one of the
+        same kind in the same project, from the month before it, supersedes that one: the newest
+        wording of a repeated command, prompt or result is the one searched. The old one stays
+        readable. (Each check is a vector search, so only memories of the last month are checked.)"""
         threshold = self.config.ranking.dedup_similarity
         if threshold >= 1:
             return
+        recent = time.time() - DEDUP_WINDOW_SECONDS
         for memory_id, project, created_at, vector in added:
+            if created_at < recent:
+                continue  # imported history: exact duplicates are merged at capture, that is enough
             kind, text = self.conn.execute("SELECT kind, text FROM memories WHERE id = ?", (memory_id,)).fetchone()
             near = self.vectors.nearest(vector, 4, project, created_at - DEDUP_WINDOW_SECONDS, created_at)
             candidates = [i for i, similarity in near.items() if i < memory_id and similarity >= threshold]

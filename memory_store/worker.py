@@ -38,6 +38,8 @@ from .paths import DataPaths, ensure_private_dir
 from .store import Store
 
 WATCH_INTERVAL = 2.0  # seconds between idle/ownership checks
+EMBED_AFTER_QUIET_SECONDS = 0.3  # background embedding waits for this long without requests…
+EMBED_AT_LEAST_EVERY_SECONDS = 2.0  # …but never starves under a steady stream of hooks
 
 
 class _Handler(socketserver.BaseRequestHandler):
@@ -179,8 +181,18 @@ class Worker:
         self.store.set_embedder(embedder)
         self.model_state = "ready"
         self.log.info("model_ready", model=embedder.name, dim=embedder.dim)
+        last_round = time.monotonic()
         try:
             while not self.stop_event.is_set():
+                # Embed in the gaps between hooks: a burst of hooks (a turn's tool calls) should
+                # not share two cores with the model; a memory that is needed sooner is embedded
+                # on the spot by the search that wants it.
+                now = time.monotonic()
+                quiet = now - self.last_request
+                if quiet < EMBED_AFTER_QUIET_SECONDS and now - last_round < EMBED_AT_LEAST_EVERY_SECONDS:
+                    self.stop_event.wait(EMBED_AFTER_QUIET_SECONDS - quiet)
+                    continue
+                last_round = now
                 done = background.embed_pending(embedder, max_batches=1)
                 if not done:
                     self.work_event.wait(timeout=5.0)
