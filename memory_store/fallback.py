@@ -55,7 +55,7 @@ def recover(home: str, event: str, event_id: str, received_at: float, raw: bytes
 
 def spool_event(home: str, event: str, event_id: str, received_at: float, raw: bytes, reason: str = "") -> bool:
     """Store the event in the spool, redacted. False if the payload is unusable (logged, dropped)."""
-    from .redact import clean_tree
+    from .redact import clean_payload
 
     log = JsonLog(log_file(home), "hook")
     try:
@@ -64,7 +64,7 @@ def spool_event(home: str, event: str, event_id: str, received_at: float, raw: b
         log.error("hook_failed", hook=event, error=f"bad payload: {exc}")
         return False
     spool.write(DataPaths(home).spool, {"event_id": event_id, "received_at": received_at,
-                                        "payload": clean_tree(payload)})
+                                        "payload": clean_payload(payload)})
     if reason:
         log.warning("spooled", hook=event, reason=reason)
     return True

@@ -90,7 +90,7 @@ def _replace(kind: str, group: int):
         if group == 0:
             return marker
         value = match.group(group)
-        if value.startswith("[REDACTED:") or value == PRIVATE_PLACEHOLDER:
+        if value.strip("'\"").startswith("[REDACTED:") or value == PRIVATE_PLACEHOLDER:
             return match.group(0)  # already redacted: keep idempotent
         quote = value[0] if value[:1] in ("'", '"') and value[-1:] == value[:1] and len(value) > 1 else ""
         start, end = match.span(group)
@@ -141,3 +141,38 @@ def clean_tree(value, _depth: int = 0):
     if isinstance(value, (list, tuple)):
         return [clean_tree(v, _depth + 1) for v in value]
     return value
+
+
+def _map_strings(value, fn, _depth: int = 0):
+    if isinstance(value, str):
+        return fn(value)
+    if _depth > 64:
+        return None
+    if isinstance(value, dict):
+        return {k: _map_strings(v, fn, _depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_map_strings(v, fn, _depth + 1) for v in value]
+    return value
+
+
+def touches_env_file(payload: dict) -> bool:
+    """Does this tool event read, write or print a dotenv file?"""
+    tool_input = payload.get("tool_input")
+    if not isinstance(tool_input, dict):
+        return False
+    for key in ("file_path", "path", "notebook_path"):
+        if isinstance(tool_input.get(key), str) and is_env_file(tool_input[key]):
+            return True
+    command = tool_input.get("command")
+    return isinstance(command, str) and mentions_env_file(command)
+
+
+def clean_payload(payload: dict) -> dict:
+    """A whole hook payload made safe to write down (the spool): secrets and private spans in every
+    string, and every value of a dotenv file a tool touched."""
+    cleaned = clean_tree(payload)
+    if touches_env_file(payload):
+        for key in ("tool_input", "tool_response", "error"):
+            if key in cleaned:
+                cleaned[key] = _map_strings(cleaned[key], redact_env_values)
+    return cleaned
