@@ -175,6 +175,9 @@ class Store:
         with self.lock, db.write_transaction(self.conn):
             if not self.vectors.exists():
                 self.vectors.create(embedder.name, embedder.dim)
+            elif not self.vectors.current():
+                self.log.info("vector_index_rebuilt", reason="older table layout")
+                self.vectors.create(*(self.vectors.info() or (embedder.name, embedder.dim)))
 
     def pending_embeddings(self) -> int:
         with self.lock:

@@ -67,13 +67,14 @@ def warm_recall(store: "Store", project: str, session_id: str, prompt: str, now:
     if not cues or cfg.tiers.warm_top_k == 0:
         return [], cues
     already = store.injected_ids(session_id)
+    # Only the best-ranked memories are candidates; the threshold can veto them but never reaches
+    # down the list for a weaker one (on LoCoMo that halved the injections holding an evidence turn).
     hits = store.search(
-        prompt, limit=cfg.tiers.warm_top_k * 4, project=project, since=warm_window_start(store, now),
+        prompt, limit=cfg.tiers.warm_top_k, project=project, since=warm_window_start(store, now),
         exclude_ids=already, exclude_session=session_id, touch=False, now=now,
     )
     query = ranking.parse_query(prompt, now)
-    accepted = [hit for hit in hits if relevant_enough(store, query, hit)]
-    return accepted[: cfg.tiers.warm_top_k], cues
+    return [hit for hit in hits if relevant_enough(store, query, hit)], cues
 
 
 def relevant_enough(store: "Store", query: ranking.Query, hit: Hit) -> bool:

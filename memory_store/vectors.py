@@ -23,6 +23,9 @@ WEEK = 7 * 86400
 MAX_WEEKS_PER_QUERY = 26  # a longer window scans the whole project instead
 
 
+LAYOUT_MARK = "week integer partition key"  # what distinguishes the current table layout
+
+
 def week_of(timestamp: float) -> int:
     return int(timestamp // WEEK)
 
@@ -40,8 +43,14 @@ class VectorIndex:
             self.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (TABLE,)).fetchone()
         )
 
+    def current(self) -> bool:
+        """The table exists with this version's layout (an older layout is rebuilt, not migrated:
+        vectors are derived data, re-embedded from the memories)."""
+        row = self.conn.execute("SELECT sql FROM sqlite_master WHERE type='table' AND name=?", (TABLE,)).fetchone()
+        return bool(row) and LAYOUT_MARK in row[0].lower()
+
     def matches(self, model: str, dim: int) -> bool:
-        return self.exists() and self.info() == (model, dim)
+        return self.current() and self.info() == (model, dim)
 
     def create(self, model: str, dim: int) -> None:
         """(Re)create the table for `model`; every memory goes back on the embedding queue."""

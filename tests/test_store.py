@@ -181,3 +181,19 @@ def test_near_duplicates_that_differ_in_a_number_are_both_kept(home):
     b = s.record("n2", draft("parallel note 2 about caching", kind="note", at=now))
     s.embed_pending()
     assert all(m.superseded_by is None for m in s.get([a.memory_id, b.memory_id]))
+
+
+def test_an_older_vector_table_layout_is_rebuilt_not_queried(home):
+    """Vectors are derived data: a table from an older recall (no week partition) is dropped and
+    re-embedded instead of failing every dense search."""
+    s = open_store(home)
+    s.record("v1", draft("the release train leaves on Thursdays"))
+    s.conn.execute("CREATE VIRTUAL TABLE memory_vectors USING vec0(memory_id INTEGER PRIMARY KEY, "
+                   "project TEXT PARTITION KEY, created_at FLOAT, embedding FLOAT[384] distance_metric=cosine)")
+    s.conn.execute("INSERT INTO vector_index(id, model, dim, created_at) VALUES (1, ?, 384, 0)",
+                   (s.config.embedding.model,))
+    assert not s.dense_ready(s.embedder)
+    assert s.search("release train", project="/p/one")  # lexical meanwhile, no error
+    s.embed_pending()
+    assert s.dense_ready(s.embedder) and s.counts()["vectors"] == 1
+    assert s.search("when does the release train leave", project="/p/one")[0].similarity is not None
