@@ -381,7 +381,8 @@ def worker_start(home: HomeOption = None):
 @bench_app.command("locomo")
 def bench_locomo(
     file: Annotated[Path, typer.Argument(help="LoCoMo JSON (e.g. locomo-dev.json).", exists=True)],
-    methods: Annotated[str, typer.Option(help="Comma-separated: fts,dense,hybrid,rrf.")] = "fts,dense,hybrid",
+    methods: Annotated[str, typer.Option(help="Comma-separated: fts, dense, hybrid (the default ranking), rrf, "
+                                              "bm25 (rank-bm25 in memory, for comparison).")] = "fts,dense,hybrid",
     conversations: Annotated[Optional[str], typer.Option(help="Comma-separated sample ids (default: all).")] = None,
     workdir: Annotated[Optional[Path], typer.Option(help="Keep the generated transcripts and store here "
                                                           "(and reuse them on the next run).")] = None,

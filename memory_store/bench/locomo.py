@@ -29,6 +29,7 @@ from pathlib import Path
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 METHOD_FUSION = {"fts": "fts", "dense": "dense", "hybrid": "weighted", "rrf": "rrf", "weighted": "weighted"}
+# "bm25": rank-bm25 in memory, for comparison with FTS5 (see rank_bm25_search)
 _SPACES = re.compile(r"\s+")
 _DIA = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
 
@@ -154,6 +155,28 @@ def injection_check(store, project: str, question: str, evidence: list[str], tur
     return {"cued": bool(cues), "injected": bool(kept), "useful": useful, "chars": len(text)}
 
 
+def rank_bm25_search(store, project: str, question: str, cache: dict) -> list[str]:
+    """The comparison that decided the archive's lexical engine: rank-bm25's BM25Okapi over the
+    project's memories (own text plus neighbouring turns, the same terms FTS5 indexes), with the
+    same query processing. The index is built in memory once per project, outside the timing."""
+    from rank_bm25 import BM25Okapi
+
+    from .. import ranking
+
+    if project not in cache:
+        rows = store.conn.execute(
+            "SELECT text, context_before, context_after FROM memories WHERE project = ? AND superseded_by IS NULL",
+            (project,)).fetchall()
+        stem = ranking.normalize_term
+        docs = [[stem(w) for w in ranking.words(" ".join(r))] for r in rows]
+        cache[project] = (BM25Okapi(docs), [r[0] for r in rows])
+    index, texts = cache[project]
+    terms = [ranking.normalize_term(t) for t in ranking.parse_query(question).terms]
+    scores = index.get_scores(terms)
+    best = sorted(range(len(texts)), key=lambda i: -scores[i])[:10]
+    return [texts[i] for i in best]
+
+
 def run_locomo(file: Path, methods: list[str], conversations: list[str] | None = None, workdir: Path | None = None,
                echo=print, config=None, injection: bool = True) -> dict:
     from ..store import open_store
@@ -163,6 +186,7 @@ def run_locomo(file: Path, methods: list[str], conversations: list[str] | None =
     base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="recall-locomo-"))
     rows: dict[str, list[dict]] = {m: [] for m in methods}
     inject_rows: list[dict] = []
+    bm25_cache: dict = {}
     timings = {"import_s": 0.0, "embed_s": 0.0, "search_ms": {m: [] for m in methods}}
     try:
         home = base / "home"
@@ -198,10 +222,13 @@ def run_locomo(file: Path, methods: list[str], conversations: list[str] | None =
                     continue
                 for method in methods:
                     t0 = time.perf_counter()
-                    hits = store.search(qa["question"], limit=10, project=project, fusion=METHOD_FUSION[method],
-                                        touch=False)
+                    if method == "bm25":
+                        texts = rank_bm25_search(store, project, qa["question"], bm25_cache)
+                    else:
+                        texts = [h.text for h in store.search(qa["question"], limit=10, project=project,
+                                                              fusion=METHOD_FUSION[method], touch=False)]
                     timings["search_ms"][method].append((time.perf_counter() - t0) * 1000)
-                    row = score_question([h.text for h in hits], evidence, turns)
+                    row = score_question(texts, evidence, turns)
                     row["category"] = category
                     rows[method].append(row)
                 if injection:
