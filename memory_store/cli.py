@@ -17,6 +17,7 @@ from typing import Annotated, Optional
 import typer
 
 from . import __version__, transport
+from .client import stop_worker
 from .inject import age
 from .paths import DataPaths
 from .projects import project_for
@@ -344,21 +345,6 @@ def worker_status(home: HomeOption = None, json_output: JsonOption = False):
                    f"{health['pending']} waiting for embeddings, up {health['uptime']} s")
     else:
         typer.echo(f"not running ({health['error']})")
-
-
-def stop_worker(paths: DataPaths) -> bool:
-    try:
-        transport.request(paths, {"op": "shutdown"}, timeout=2.0)
-    except transport.WorkerUnavailable:
-        return False
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            transport.request(paths, {"op": "health"}, timeout=0.5)
-        except transport.WorkerUnavailable:
-            return True
-        time.sleep(0.1)
-    return False
 
 
 @worker_app.command("stop")

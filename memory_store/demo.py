@@ -8,11 +8,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 from pathlib import Path
 
+from .client import stop_worker, wait_until_embedded
 from .hookrunner import HookRunner, find_plugin_root
+from .paths import DataPaths
 
 SESSION_FILE = Path(__file__).with_name("demo_session.json")
 
@@ -25,21 +26,6 @@ def _fill(value, project: str):
     if isinstance(value, list):
         return [_fill(v, project) for v in value]
     return value
-
-
-def wait_until_embedded(home: Path, seconds: float = 30) -> None:
-    from . import transport
-    from .paths import DataPaths
-
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            health = transport.request(DataPaths(home), {"op": "health"}, timeout=1.0)
-            if health.get("model") != "loading" and health.get("pending") == 0:
-                return
-        except transport.WorkerUnavailable:
-            pass
-        time.sleep(0.1)
 
 
 def run_demo(keep: bool = False, echo=None) -> dict:
@@ -74,7 +60,7 @@ def run_demo(keep: bool = False, echo=None) -> dict:
                     injected[f"session {number} {name}"] = hook.context
                     say("\n".join("      │ " + line for line in hook.context.splitlines()))
             say("")
-            wait_until_embedded(home)  # the next session comes "later": the worker has caught up
+            wait_until_embedded(DataPaths(home))  # the next session comes "later": the worker has caught up
         from .store import open_store
 
         store = open_store(home)
@@ -109,9 +95,6 @@ def run_demo(keep: bool = False, echo=None) -> dict:
         result.update(checks=checks, injected=injected, captured=len(memories), ok=all(checks.values()))
         store.close()
     finally:
-        from .cli import stop_worker
-        from .paths import DataPaths
-
         stop_worker(DataPaths(home))
         if keep:
             say(f"\nkept {tmp}")

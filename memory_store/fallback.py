@@ -16,11 +16,11 @@ import time
 
 from . import __version__, spool, transport
 from .hook_client import ANSWER_DEADLINE, BOOTSTRAP_RETRY_SECONDS, PLUGIN_ROOT, SPAWN_GUARD_SECONDS, START_WAIT
-
-BOOTSTRAP_STALE_SECONDS = 1800  # a 'running' bootstrap older than this died without saying so
 from .logs import JsonLog
 from .paths import DataPaths, ensure_private_dir, log_file
 from .payload import BadPayload, parse_payload
+
+BOOTSTRAP_STALE_SECONDS = 1800  # a 'running' bootstrap older than this died without saying so
 
 
 def recover(home: str, event: str, event_id: str, received_at: float, raw: bytes, header: bytes | None,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_store import transport
+from memory_store import client
 from memory_store.hookrunner import HookRunner
 from memory_store.paths import DataPaths
 
@@ -37,15 +37,12 @@ def load_payload(name: str, **changes) -> dict:
 def stop_worker(home: Path, timeout: float = 10.0) -> None:
     """Stop the worker of `home` (politely, then SIGKILL) and wait until it is gone."""
     paths = DataPaths(home)
-    try:
-        transport.request(paths, {"op": "shutdown"}, timeout=2.0)
-    except transport.WorkerUnavailable:
-        pass
     pid = None
     try:
         pid = int(paths.worker_pid.read_text())
     except (OSError, ValueError):
         pass
+    client.stop_worker(paths, timeout)
     deadline = time.monotonic() + timeout
     while pid and time.monotonic() < deadline:
         try:
@@ -103,18 +100,12 @@ def wait_for(predicate, timeout: float = 20.0, interval: float = 0.05):
 
 
 def worker_health(home: Path) -> dict | None:
-    try:
-        return transport.request(DataPaths(home), {"op": "health"}, timeout=1.0)
-    except transport.WorkerUnavailable:
-        return None
+    return client.health(DataPaths(home))
 
 
 def wait_until_embedded(home: Path, timeout: float = 60.0) -> dict:
     """Block until the worker has loaded its model and emptied the embedding queue."""
-    def done():
-        health = worker_health(home)
-        return health if health and health.get("model") == "ready" and health.get("pending") == 0 else None
-
-    health = wait_for(done, timeout)
-    assert health, f"worker did not finish embedding: {worker_health(home)}"
+    health = client.wait_until_embedded(DataPaths(home), timeout)
+    assert health and health.get("model") == "ready" and health.get("pending") == 0, \
+        f"worker did not finish embedding: {health}"
     return health

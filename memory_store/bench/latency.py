@@ -163,7 +163,7 @@ def measure_hooks(root: Path, home: Path, project: str, runs: int, echo=print) -
                      "peak_rss_mb": round(max(rss[name]) / 1024, 1) if rss[name] and None not in rss[name] else None}
               for name, values in results.items()}
     bare = report["bare python"]["p50"]
-    for name, row in report.items():
+    for row in report.values():
         row["p50_vs_bare"] = round(row["p50"] / bare, 2) if bare else None
     return report
 
@@ -174,7 +174,7 @@ def measure_warm_query(home: Path, project: str, runs: int = 200) -> dict:
     from ..store import open_store
 
     store = open_store(home)
-    store.embedder  # load once, as the worker does
+    store.load_embedder()  # once, before timing, as the worker does
     prompts = [f"Why does {s} time out against the staging cluster?" for s in SUBJECTS]
     times = []
     for i in range(runs):
@@ -209,7 +209,7 @@ def measure_import(entries: int, echo=print) -> dict:
                 parent = uuid
             (folder / f"import-{s}.jsonl").write_text("\n".join(lines) + "\n")
         store = open_store(base / "home")
-        store.embedder
+        store.load_embedder()  # model loading is not part of an import
         start = time.perf_counter()
         report = import_paths(store, [folder])
         imported = time.perf_counter() - start
@@ -223,9 +223,9 @@ def measure_import(entries: int, echo=print) -> dict:
 
 
 def run_latency(sizes: list[int], runs: int = 60, echo=print, import_entries: int = 10_000) -> dict:
+    from ..client import stop_worker, wait_until_embedded
     from ..hookrunner import find_plugin_root
     from ..paths import DataPaths
-    from .. import transport
 
     root = find_plugin_root()
     if root is None:
@@ -241,26 +241,14 @@ def run_latency(sizes: list[int], runs: int = 60, echo=print, import_entries: in
             env = dict(os.environ, RECALL_HOME=str(home), RECALL_PYTHON=sys.executable)
             subprocess.run([str(root / "hooks" / "run"), "SessionStart"], input=json.dumps(
                 payloads(project, "warmup")["SessionStart"]).encode(), env=env, capture_output=True, timeout=60)
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:  # wait for the model and an empty queue
-                try:
-                    health = transport.request(DataPaths(home), {"op": "health"}, timeout=1)
-                    if health.get("model") != "loading" and health.get("pending") == 0:
-                        break
-                except transport.WorkerUnavailable:
-                    pass
-                time.sleep(0.2)
+            wait_until_embedded(DataPaths(home), 120)
             hooks = measure_hooks(root, home, project, runs, echo)
             warm = measure_warm_query(home, project)
             report["sizes"][str(size)] = {"hooks_ms": hooks, "warm_query_ms": warm}
             echo(f"  UserPromptSubmit p50 {hooks['UserPromptSubmit']['p50']} ms "
                  f"({hooks['UserPromptSubmit']['p50_vs_bare']}x bare), warm query p50 {warm['p50']} ms")
         finally:
-            try:
-                transport.request(DataPaths(home), {"op": "shutdown"}, timeout=2)
-            except transport.WorkerUnavailable:
-                pass
-            time.sleep(0.5)
+            stop_worker(DataPaths(home))
             shutil.rmtree(base, ignore_errors=True)
     if import_entries:
         echo(f"import of {import_entries} transcript entries:")
