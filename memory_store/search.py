@@ -56,13 +56,10 @@ def lexical_candidates(store: "Store", query: ranking.Query, n: int, project: st
         return {memory_id: score for memory_id, score in store.conn.execute(sql, args)}
 
 
-def embed_query_soon(store: "Store", text: str):
-    """Start embedding the query in the background (onnxruntime releases the GIL), so the model
-    runs while SQLite answers the lexical search. Returns a future, or None without dense search."""
+def embed_query(store: "Store", text: str) -> bytes | None:
+    """The query's vector, or None without dense search (no model, no index for it)."""
     embedder = store.embedder
-    if not store.dense_ready(embedder):
-        return None
-    return store.background.submit(embedder.embed_query, text)
+    return embedder.embed_query(text) if store.dense_ready(embedder) else None
 
 
 def dense_candidates(store: "Store", vector: bytes | None, n: int, project: str | None, since: float | None,
@@ -109,9 +106,8 @@ def run_search(store: "Store", query_text: str, limit: int, project: str | None,
     limit = max(1, int(limit))
     n = max(cfg.candidates, limit * 3) + len(exclude_ids)
 
-    pending_vector = embed_query_soon(store, query_text) if cfg.fusion != "fts" else None
+    query_vector = embed_query(store, query_text) if cfg.fusion != "fts" else None
     lexical = lexical_candidates(store, query, n, project, since, until) if cfg.fusion != "dense" else {}
-    query_vector = pending_vector.result() if pending_vector is not None else None
     dense = dense_candidates(store, query_vector, n, project, since, until)
     window = query.window
     if window is not None and cfg.date_weight > 0:

@@ -111,14 +111,11 @@ class Store:
         self.vectors = VectorIndex(self.conn) if self.vector_error is None else None
         self._embedder = None
         self._embedder_error: str | None = None
-        self._background = None
         self.allow_model_load = True  # the worker turns this off and loads the model in the background
 
     # --- lifecycle ----------------------------------------------------------------------------
 
     def close(self) -> None:
-        if self._background is not None:
-            self._background.shutdown(wait=True)
         with self.lock:
             self.conn.close()
 
@@ -146,15 +143,6 @@ class Store:
             self._embedder_error = str(exc)
             self.log.warning("embedding_unavailable", reason=str(exc))
         return self._embedder
-
-    @property
-    def background(self):
-        """A one-thread executor for work that overlaps a query (embedding it while FTS runs)."""
-        if self._background is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-query")
-        return self._background
 
     def set_embedder(self, embedder) -> None:
         self._embedder = embedder
