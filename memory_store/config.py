@@ -83,7 +83,10 @@ class RankingConfig(_Section):
     fts_column_weights: tuple[float, float, float] = Field(
         (1.0, 0.5, 0.25), description="BM25 weights of a memory's own text, the turns before it and after it."
     )
-    candidates: int = Field(60, ge=5, description="Candidates taken from each retriever before fusion.")
+    candidates: int = Field(
+        120, ge=5, description="Candidates taken from each retriever before fusion (60 -> 120: LoCoMo R@10 "
+        "+0.003 on the tuning part, +0.011 on the held-back part)."
+    )
     session_weight: float = Field(
         0.0, ge=0, description="Boost for memories whose session matches the query as a whole (see search.py)."
     )
