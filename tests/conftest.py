@@ -89,6 +89,19 @@ def hooks(home) -> HookRunner:
     return HookRunner(ROOT, dict(os.environ))
 
 
+def play_deploy_session(send, prompt: str) -> None:
+    """A first session that states a fact and runs a tool: SessionStart, the prompt, a Bash call, Stop
+    and SessionEnd. `send(fixture_name, **changes)` delivers one hook event."""
+    send("SessionStart-startup")
+    send("UserPromptSubmit", prompt=prompt, prompt_id="p1")
+    send("PostToolUse-Bash", prompt_id="p1",
+         tool_input={"command": "./scripts/ship.sh --canary staging", "description": "Deploy"},
+         tool_response={"stdout": "deployed build 4711 to staging (canary)", "stderr": "", "interrupted": False,
+                        "isImage": False, "noOutputExpected": False})
+    send("Stop", prompt_id="p1", last_assistant_message="Deployed. Staging deploys use scripts/ship.sh --canary.")
+    send("SessionEnd-other")
+
+
 def wait_for(predicate, timeout: float = 20.0, interval: float = 0.05):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, load_payload, stop_worker, wait_for, worker_health
+from conftest import ROOT, load_payload, play_deploy_session, stop_worker, wait_for, worker_health
 from memory_store import __version__, open_store
 from memory_store.bootstrap import has_dependencies
 from memory_store.hookrunner import HookRunner
@@ -165,15 +165,8 @@ def first_install(bare_python, tmp_path_factory):
     hooks = cold_runner(bare_python, data)
     results: list = []
     try:
-        send = make_session(hooks, project, results)
-        send("SessionStart-startup")
-        send("UserPromptSubmit", prompt=f"Note for later: {FACT}. The db password={SECRET}", prompt_id="p1")
-        send("PostToolUse-Bash", prompt_id="p1",
-             tool_input={"command": "./scripts/ship.sh --canary staging", "description": "Deploy"},
-             tool_response={"stdout": "deployed build 4711 to staging (canary)", "stderr": "", "interrupted": False,
-                            "isImage": False, "noOutputExpected": False})
-        send("Stop", prompt_id="p1", last_assistant_message="Deployed. Staging deploys use scripts/ship.sh --canary.")
-        send("SessionEnd-other")
+        play_deploy_session(make_session(hooks, project, results),
+                            f"Note for later: {FACT}. The db password={SECRET}")
         during = {
             "state": bootstrap_state(data).get("state"),
             "spool": [p.read_text(encoding="utf-8") for p in spooled(data)],

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from conftest import ROOT, load_payload, wait_until_embedded
+from conftest import ROOT, load_payload, play_deploy_session, wait_until_embedded
 from memory_store import open_store
 from memory_store.logs import read_records
 from memory_store.paths import DataPaths
@@ -33,15 +33,7 @@ def session(hooks, cwd, session_id=None):
 
 
 def first_session(hooks, project):
-    send = session(hooks, project)
-    send("SessionStart-startup")
-    send("UserPromptSubmit", prompt=f"Note for later: {FACT}.", prompt_id="p1")
-    send("PostToolUse-Bash", prompt_id="p1",
-         tool_input={"command": "./scripts/ship.sh --canary staging", "description": "Deploy"},
-         tool_response={"stdout": "deployed build 4711 to staging (canary)", "stderr": "", "interrupted": False,
-                        "isImage": False, "noOutputExpected": False})
-    send("Stop", prompt_id="p1", last_assistant_message="Deployed. Staging deploys use scripts/ship.sh --canary.")
-    send("SessionEnd-other")
+    play_deploy_session(session(hooks, project), f"Note for later: {FACT}.")
 
 
 def test_fact_from_session_one_is_injected_in_session_two(hooks, home, project):
