@@ -128,9 +128,15 @@ class EmbeddingConfig(_Section):
 
 
 class RerankConfig(_Section):
+    """Optional cross-encoder rerank (fastembed TextCrossEncoder). Off by default: no reranker model
+    ships in a PyPI package, so it needs a download (`model`) or local files (`model_path`)."""
+
     enabled: bool = Field(False, description="Rerank the top candidates with a cross-encoder.")
     model: str = Field("Xenova/ms-marco-MiniLM-L-6-v2", description="fastembed TextCrossEncoder model name.")
-    top_n: int = Field(20, ge=2)
+    model_path: str | None = Field(
+        None, description="A directory holding model.onnx and its tokenizer files: used offline, no download."
+    )
+    top_n: int = Field(20, ge=2, description="How many of the best candidates the cross-encoder reorders.")
 
 
 class WorkerConfig(_Section):

@@ -125,3 +125,32 @@ def load_embedder(cfg: EmbeddingConfig, cache_dir: Path | None = None) -> Embedd
         with _register_lock:
             embedder = _loaded.setdefault(key, embedder)
     return embedder
+
+
+class CrossEncoder:
+    """A fastembed TextCrossEncoder for the optional rerank (see config.RerankConfig)."""
+
+    def __init__(self, cfg, cache_dir: Path | None = None):
+        try:
+            from fastembed.rerank.cross_encoder import TextCrossEncoder
+        except ImportError as exc:
+            raise EmbeddingUnavailable(f"fastembed has no cross-encoder support: {exc}") from exc
+        try:
+            if cfg.model_path:
+                from fastembed.common.model_description import ModelSource
+
+                name = f"local/{Path(cfg.model_path).name}"
+                with _register_lock:
+                    known = {m["model"].lower() for m in TextCrossEncoder.list_supported_models()}
+                    if name.lower() not in known:
+                        TextCrossEncoder.add_custom_model(
+                            model=name, sources=ModelSource(hf=name),  # never contacted: local files
+                            model_file=str(Path(cfg.model_path) / "model.onnx"))
+                self._model = TextCrossEncoder(name, specific_model_path=cfg.model_path)
+            else:
+                self._model = TextCrossEncoder(cfg.model, cache_dir=str(cache_dir) if cache_dir else None)
+        except Exception as exc:
+            raise EmbeddingUnavailable(f"cannot load the reranker {cfg.model_path or cfg.model}: {exc}") from exc
+
+    def scores(self, query: str, texts: list[str]) -> list[float]:
+        return [float(s) for s in self._model.rerank(query, texts)]

@@ -94,6 +94,22 @@ def session_scores(rows, fused: dict[int, float], top: int) -> dict[str, float]:
     return {session: value / best for session, value in totals.items()} if best > 0 else {}
 
 
+def rerank(store: "Store", query_text: str, scored: list) -> list:
+    """With a cross-encoder configured, reorder the best `rerank.top_n` candidates by its scores. They
+    keep a score above the rest (1 + the cross-encoder score scaled to 0-1) so scores stay ordered."""
+    encoder = store.cross_encoder
+    if encoder is None or len(scored) < 2:
+        return scored
+    head, tail = scored[: store.config.rerank.top_n], scored[store.config.rerank.top_n:]
+    raw = encoder.scores(query_text, [row.text for _, row in head])
+    low, high = min(raw), max(raw)
+    spread = (high - low) or 1.0
+    head = sorted(((1.0 + (value - low) / spread, row) for value, (_, row) in zip(raw, head)),
+                  key=lambda pair: -pair[0])
+    best_tail = max((score for score, _ in tail), default=0.0)
+    return head + [(min(score, best_tail), row) for score, row in tail]
+
+
 def run_search(store: "Store", query_text: str, limit: int, project: str | None, *, since=None, until=None,
                exclude_ids=frozenset(), exclude_session=None, fusion=None, touch=True, now=None) -> list[Hit]:
     from .store import _MEMORY_COLUMNS, _Row
@@ -159,6 +175,7 @@ def run_search(store: "Store", query_text: str, limit: int, project: str | None,
             score += cfg.temporal_weight * buckets.get(ranking.age_bucket(age), 0.0)
         scored.append((score, row))
     scored.sort(key=lambda pair: (-pair[0], -pair[1].created_at))
+    scored = rerank(store, query_text, scored)
     top = scored[:limit]
     if touch:
         store.touch([row.id for _, row in top], now)

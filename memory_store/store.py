@@ -111,6 +111,8 @@ class Store:
         self.vectors = VectorIndex(self.conn) if self.vector_error is None else None
         self._embedder = None
         self._embedder_error: str | None = None
+        self._cross_encoder = None
+        self._cross_encoder_error: str | None = None
         self.allow_model_load = True  # the worker turns this off and loads the model in the background
 
     # --- lifecycle ----------------------------------------------------------------------------
@@ -143,6 +145,21 @@ class Store:
             self._embedder_error = str(exc)
             self.log.warning("embedding_unavailable", reason=str(exc))
         return self._embedder
+
+    @property
+    def cross_encoder(self):
+        """The reranker when `rerank.enabled`, loaded on first use; None if off or it cannot load."""
+        if not self.config.rerank.enabled:
+            return None
+        if self._cross_encoder is None and self._cross_encoder_error is None:
+            from .embed import CrossEncoder, EmbeddingUnavailable
+
+            try:
+                self._cross_encoder = CrossEncoder(self.config.rerank, self.paths.home / "models")
+            except EmbeddingUnavailable as exc:
+                self._cross_encoder_error = str(exc)
+                self.log.warning("reranker_unavailable", reason=str(exc))
+        return self._cross_encoder
 
     def set_embedder(self, embedder) -> None:
         self._embedder = embedder

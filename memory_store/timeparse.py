@@ -67,7 +67,8 @@ def _range(year: int, month: int, day: int | None) -> tuple[datetime, datetime, 
     return datetime(year, month, 1), datetime(year + (month == 12), month % 12 + 1, 1), False
 
 
-def _named_dates(text: str, now: datetime) -> list[tuple[datetime, datetime, bool, tuple[int, int]]]:
+def _named_dates(text: str, now: datetime) -> tuple[list[tuple[datetime, datetime, bool]], tuple[int, int]]:
+    """The dates named in `text` as (start, end, a day was named), and the span of text they cover."""
     parts: list[tuple[int, int, int | None, int | None]] = []  # (position, month, day, year or None)
     spans: list[tuple[int, int]] = []
     for match in _ISO.finditer(text):
@@ -95,25 +96,23 @@ def _named_dates(text: str, now: datetime) -> list[tuple[datetime, datetime, boo
             year = now.year if (month, day or 1) <= (now.month, now.day) else now.year - 1
         resolved = _range(year, month, day)
         if resolved:
-            found.append((*resolved, spans[index] if index < len(spans) else (0, 0)))
-    if found:
-        span = (min(s[0] for s in spans), max(s[1] for s in spans))
-        found = [(a, b, c, span) for a, b, c, _ in found]
-    return found
+            found.append(resolved)
+    span = (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else (0, 0)
+    return found, span
 
 
 def find_window(text: str, now: float, before_days: float = 2, after_days: float = 21) -> TimeWindow | None:
     """The time a query points at, if any: named dates first, then relative phrases."""
     now_dt = datetime.fromtimestamp(now, tz=timezone.utc).replace(tzinfo=None)
-    found = _named_dates(text, now_dt)
+    found, span = _named_dates(text, now_dt)
     if not found:
         for match in _YEAR_ALONE.finditer(text):
             year = int(match.group(1))
-            found.append((datetime(year, 1, 1), datetime(year + 1, 1, 1), False, match.span(1)))
+            found.append((datetime(year, 1, 1), datetime(year + 1, 1, 1), False))
+            span = match.span(1)
     if found:
         start = min(f[0] for f in found)
         end = max(f[1] for f in found)
-        span = (min(f[3][0] for f in found), max(f[3][1] for f in found))
         return TimeWindow(_to_ts(start) - before_days * DAY, _to_ts(end) + after_days * DAY,
                           any(f[2] for f in found), span)
     for pattern, back_start, back_end in _RELATIVE:

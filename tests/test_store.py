@@ -197,3 +197,34 @@ def test_an_older_vector_table_layout_is_rebuilt_not_queried(home):
     s.embed_pending()
     assert s.dense_ready(s.embedder) and s.counts()["vectors"] == 1
     assert s.search("when does the release train leave", project="/p/one")[0].similarity is not None
+
+
+def test_rerank_reorders_the_best_candidates(home):
+    """The cross-encoder itself cannot be had offline (none ships on PyPI): a stand-in that scores by a
+    word checks what recall does with its scores."""
+    from memory_store.config import Config
+
+    s = open_store(home, Config.model_validate({"rerank": {"enabled": True, "top_n": 3}}))
+    s.allow_model_load = False
+    for i, text in enumerate(["deploy with helm", "deploy notes: use the canary flag", "deploy on fridays? never"]):
+        s.record(f"r{i}", draft(text, at=time.time() - 100 + i))
+
+    class WordScorer:
+        def scores(self, query, texts):
+            return [1.0 if "canary" in t else 0.0 for t in texts]
+
+    s._cross_encoder = WordScorer()
+    hits = s.search("deploy", project="/p/one", touch=False)
+    assert hits[0].text == "deploy notes: use the canary flag"
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_rerank_that_cannot_load_falls_back_quietly(home, monkeypatch):
+    from memory_store.config import Config
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    s = open_store(home, Config.model_validate({"rerank": {"enabled": True, "model_path": str(home / "nothing")}}))
+    s.allow_model_load = False
+    s.record("x1", draft("deploy with helm"))
+    assert s.search("deploy", project="/p/one")  # works, without the reranker
+    assert s.cross_encoder is None

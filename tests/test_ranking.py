@@ -1,0 +1,75 @@
+"""Query processing and fusion: terms, cues, dates and relative times, score scales."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+
+import pytest
+
+from memory_store import ranking
+from memory_store.config import CueConfig, RankingConfig
+from memory_store.timeparse import find_window
+
+NOW = datetime(2026, 11, 22, 12, tzinfo=timezone.utc).timestamp()
+
+
+def window_dates(text):
+    window = find_window(text, NOW, before_days=0, after_days=0)
+    if window is None:
+        return None
+    to_date = lambda ts: datetime.fromtimestamp(ts, timezone.utc).date()  # noqa: E731
+    return to_date(window.start), to_date(window.end)
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("what did we change on 16 November 2023?", (date(2023, 11, 16), date(2023, 11, 17))),
+    ("in July 2022", (date(2022, 7, 1), date(2022, 8, 1))),
+    ("between August 11 and August 15 2023", (date(2023, 8, 11), date(2023, 8, 16))),
+    ("the 2024-05-03 release", (date(2024, 5, 3), date(2024, 5, 4))),
+    ("the Nov 3rd meeting", (date(2026, 11, 3), date(2026, 11, 4))),  # no year: the latest past one
+    ("the December party", (date(2025, 12, 1), date(2026, 1, 1))),
+    ("what happened in 2021", (date(2021, 1, 1), date(2022, 1, 1))),
+    ("what did we do yesterday", (date(2026, 11, 20), date(2026, 11, 22))),
+    ("May I ask about the cache?", None),  # "May" alone is a verb
+    ("February 30 2023", None),  # no such day
+    ("how do we deploy?", None),
+])
+def test_dates_and_relative_times(text, expected):
+    assert window_dates(text) == expected
+
+
+def test_terms_drop_stopwords_dates_and_fts_syntax():
+    query = ranking.parse_query('What did we decide about "NEAR(auth" tokens in July 2022?', NOW)
+    assert query.terms == ["decide", "near", "auth", "tokens"]
+    assert query.window is not None and query.asks_about_time
+    assert query.fts == '"decide" OR "near" OR "auth" OR "tokens"'
+
+
+def test_stopword_only_query_still_searches():
+    assert ranking.parse_query("what is it?", NOW).terms
+
+
+@pytest.mark.parametrize("prompt,cue", [
+    ("how do we rotate keys?", "question"),
+    ("look at src/app/main.py", "path"),
+    ("please go through every one of the failing integration tests and fix them carefully", "long"),
+    ("the thing we did yesterday", "temporal"),
+])
+def test_each_cue_is_recognised_and_switchable(prompt, cue):
+    assert cue in ranking.prompt_cues(prompt, CueConfig())
+    off = CueConfig(**{{"long": "long_prompt"}.get(cue, cue): False})
+    assert cue not in ranking.prompt_cues(prompt, off)
+
+
+def test_fusion_scales_the_best_to_one():
+    cfg = RankingConfig()
+    for fusion in ("weighted", "rrf", "fts", "dense"):
+        scores = ranking.fuse({1: 12.0, 2: 6.0}, {2: 0.8, 3: 0.5}, cfg.model_copy(update={"fusion": fusion}))
+        assert max(scores.values()) == pytest.approx(1.0)
+
+
+def test_rfm_priority_weights():
+    cfg = RankingConfig()
+    fresh_important = ranking.rfm_priority(0, 9, 9, 1.0, cfg)
+    assert fresh_important == pytest.approx(0.3 + 0.2 + 0.5)
+    assert ranking.rfm_priority(cfg.rfm_half_life_days * 86400, 0, 9, 0.0, cfg) == pytest.approx(0.15)
