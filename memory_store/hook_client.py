@@ -18,7 +18,7 @@ import sys
 import time
 
 from . import __version__, transport
-from .paths import ensure_private_dir, log_file, resolve_home
+from .paths import MAX_LOG_BYTES, ensure_private_dir, log_file, resolve_home
 
 MAX_STDIN_BYTES = 32 * 1024 * 1024  # beyond this a payload is refused (logged)
 # How long a hook waits for the worker's answer before it spools the event (seconds).
@@ -48,6 +48,8 @@ def fast_log(home: str, event: str, route: str, ms: float) -> None:
         fd = os.open(log_file(home), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         os.write(fd, line.encode("ascii"))
+        if os.fstat(fd).st_size > MAX_LOG_BYTES:
+            os.replace(log_file(home), log_file(home) + ".1")
     finally:
         os.close(fd)
 

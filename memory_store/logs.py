@@ -15,7 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-MAX_LOG_BYTES = 5_000_000  # rotate to recall.log.1 beyond this
+from .paths import MAX_LOG_BYTES
+
 MAX_FIELD_CHARS = 2_000  # a log line is a note, not a copy of the payload
 
 

@@ -22,6 +22,7 @@ import sys
 APP_NAME = "recall"
 PLUGIN_DATA_DIRNAME = "recall-recall"  # <plugin>-<marketplace>, as Claude Code names it
 MAX_SOCKET_PATH = 100  # sun_path holds ~104-108 bytes depending on the OS
+MAX_LOG_BYTES = 5_000_000  # logs/recall.log is rotated to recall.log.1 beyond this
 
 
 def platform_data_dir() -> str:

@@ -191,3 +191,14 @@ def test_wrong_types_lose_nothing_else(hooks, home, project):
                                    "prompt": ["not", "a", "string"]})
     send("UserPromptSubmit", prompt="the build cache lives in /var/cache/build", prompt_id="ok")
     assert open_store(home).search("build cache", project=str(project))
+
+
+def test_hook_timing_log_is_rotated(hooks, home, project):
+    from memory_store.paths import MAX_LOG_BYTES
+
+    paths = DataPaths(home)
+    paths.logs.mkdir(parents=True, exist_ok=True)
+    paths.log_file.write_bytes(b"x" * (MAX_LOG_BYTES + 1) + b"\n")
+    session(hooks, project)("PostToolUse-Bash")
+    assert paths.log_file.with_name("recall.log.1").exists()
+    assert paths.log_file.stat().st_size < MAX_LOG_BYTES
