@@ -112,7 +112,7 @@ class _SessionReader:
         self.cfg = cfg
         self.home = home
         self.tool_uses: dict[str, tuple[str, Any]] = {}  # tool_use id -> (name, input)
-        self.turn_prompt: tuple[str, str, str] | None = None  # (event id, prompt text, prompt id)
+        self.turn_prompt: str | None = None  # the text of the prompt that opened the current turn
         self.turn_answer: tuple[str, str, float, str, str] | None = None  # (uuid, text, at, session, project)
         self.skip_turn = False
         self.out: list[tuple[str, MemoryDraft | None, float]] = []
@@ -120,7 +120,7 @@ class _SessionReader:
     def close_turn(self) -> None:
         if self.turn_answer and not self.skip_turn:
             uuid, answer, at, session, project = self.turn_answer
-            prompt_text = self.turn_prompt[1] if self.turn_prompt else None
+            prompt_text = self.turn_prompt
             draft = capture.exchange_memory(prompt_text, answer, self.cfg, project, session, at)
             if draft is not None:
                 self.out.append((f"import:{session}:{uuid}:exchange", draft, at))
@@ -159,7 +159,7 @@ class _SessionReader:
                 self.skip_turn = True
                 return
             self.out.append((event_base, draft, at))
-            self.turn_prompt = (event_base, draft.text, entry.promptId or "")
+            self.turn_prompt = draft.text
         elif entry.type == "assistant" and isinstance(content, list):
             for block in content:
                 if not isinstance(block, dict):
