@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 
 from .config import CaptureConfig
 from .models import MemoryDraft, PostToolUse, PostToolUseFailure
@@ -279,10 +278,3 @@ def exchange_memory(prompt: str | None, answer: str, cfg: CaptureConfig, project
         meta["prompt"] = finish(prompt, PROMPT_PREVIEW_CHARS)
     return MemoryDraft(project=project, session_id=session_id, kind="exchange", text=text, created_at=at,
                        importance=importance("exchange", f"{prompt or ''} {text}"), meta=meta)
-
-
-def command_words(command: str) -> list[str]:
-    try:
-        return shlex.split(command)
-    except ValueError:
-        return command.split()

@@ -19,9 +19,7 @@ import time
 from dataclasses import dataclass, field
 
 from .config import RankingConfig
-from .timeparse import TimeWindow, find_window
-
-DAY = 86400.0
+from .timeparse import DAY, TimeWindow, find_window
 
 STOPWORDS = frozenset(
     """
