@@ -65,6 +65,30 @@ def write_runtime(paths: DataPaths, python: str, root: str | Path) -> None:
     os.replace(tmp, paths.runtime_info)
 
 
+def detached(argv: list[str], env: dict, out_path: Path) -> int:
+    """Start a process that outlives its caller (a hook, Claude Code): own session, no inherited
+    pipes, output to `out_path`. Returns its pid."""
+    ensure_private_dir(out_path.parent)
+    with open(out_path, "ab") as out:
+        kwargs: dict = {"stdin": subprocess.DEVNULL, "stdout": out, "stderr": out, "close_fds": True,
+                        "env": env, "cwd": str(out_path.parent)}
+        if os.name == "nt":
+            kwargs["creationflags"] = 0x00000008 | 0x00000200 | 0x08000000  # DETACHED, NEW_GROUP, NO_WINDOW
+        else:
+            kwargs["start_new_session"] = True
+        return subprocess.Popen(argv, **kwargs).pid
+
+
+def child_env(paths: DataPaths, root: str | Path) -> dict:
+    """The environment of a worker or bootstrap: this data dir, and this plugin's code on the path
+    (run with the chosen Python's dependencies)."""
+    env = dict(os.environ)
+    env["RECALL_HOME"] = str(paths.home)
+    env["PYTHONPATH"] = str(root)
+    env.pop("PYTHONHOME", None)
+    return env
+
+
 def venv_python(venv: Path) -> Path:
     return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
@@ -147,14 +171,8 @@ class Bootstrap:
         return python
 
     def start_worker(self, python: str) -> None:
-        env = dict(os.environ, RECALL_HOME=str(self.paths.home), PYTHONPATH=str(self.root))
-        with open(self.paths.logs / "worker.out", "ab") as out:
-            kwargs: dict = {"stdin": subprocess.DEVNULL, "stdout": out, "stderr": out, "close_fds": True, "env": env}
-            if os.name == "nt":
-                kwargs["creationflags"] = 0x00000008 | 0x00000200 | 0x08000000
-            else:
-                kwargs["start_new_session"] = True
-            subprocess.Popen([python, "-m", "memory_store.worker", "--home", str(self.paths.home)], **kwargs)
+        detached([python, "-m", "memory_store.worker", "--home", str(self.paths.home)],
+                 child_env(self.paths, self.root), self.paths.logs / "worker.out")
 
     def main(self) -> int:
         lock = acquire_lock(self.paths.bootstrap_lock)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 
 from . import __version__, spool, transport
+from .bootstrap import child_env, detached
 from .hook_client import ANSWER_DEADLINE, BOOTSTRAP_RETRY_SECONDS, PLUGIN_ROOT, SPAWN_GUARD_SECONDS, START_WAIT
 from .logs import JsonLog
 from .paths import DataPaths, ensure_private_dir, log_file
@@ -163,27 +163,6 @@ def _note_spawned(paths: DataPaths, pid: int) -> None:
         pass
 
 
-def detached(argv: list[str], env: dict, out_path) -> int:
-    """Start a process that outlives this hook (and Claude Code): own session, no inherited pipes."""
-    ensure_private_dir(out_path.parent)
-    with open(out_path, "ab") as out:
-        kwargs: dict = {"stdin": subprocess.DEVNULL, "stdout": out, "stderr": out, "close_fds": True,
-                        "env": env, "cwd": str(out_path.parent)}
-        if os.name == "nt":
-            kwargs["creationflags"] = 0x00000008 | 0x00000200 | 0x08000000  # DETACHED, NEW_GROUP, NO_WINDOW
-        else:
-            kwargs["start_new_session"] = True
-        return subprocess.Popen(argv, **kwargs).pid
-
-
-def child_env(paths: DataPaths) -> dict:
-    env = dict(os.environ)
-    env["RECALL_HOME"] = str(paths.home)
-    env["PYTHONPATH"] = PLUGIN_ROOT  # the worker runs this plugin's code, with the runtime's dependencies
-    env.pop("PYTHONHOME", None)
-    return env
-
-
 def start_worker(paths: DataPaths, log: JsonLog) -> tuple[str, bool]:
     """Ask for a worker without waiting for it. Returns (what was done, whether a worker can come
     up soon): 'worker' (spawned), 'bootstrap' (first install or upgrade started), 'pending'
@@ -199,7 +178,7 @@ def start_worker(paths: DataPaths, log: JsonLog) -> tuple[str, bool]:
             return "pending", False  # an install is under way (it holds a lock; a respawn would just exit)
     if not _claim_spawn(paths):
         return "pending", python is not None
-    env = child_env(paths)
+    env = child_env(paths, PLUGIN_ROOT)
     if python is not None:
         argv = [python, "-m", "memory_store.worker", "--home", str(paths.home)]
         what = "worker"
