@@ -13,7 +13,7 @@ if sys.version_info < (3, 10):
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 try:
-    from memory_store.hook_client import main
+    from memory_store.hook.client import main
 except Exception as exc:  # a broken checkout must not break Claude Code either
     sys.stderr.write(f"recall: cannot load the hook client: {exc}\n")
     sys.exit(0)

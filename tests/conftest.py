@@ -2,7 +2,8 @@
 
 Every test gets its own RECALL_HOME (a real SQLite file) and RECALL_PYTHON pointing at this
 interpreter, so hooks start workers that run this checkout's code. Workers started by a
-test are stopped when it ends; a test that leaves one running fails.
+test are stopped when it ends, and a test that leaves any process behind fails: processes
+are found by the test's temporary directory in their command line or environment.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from memory_store import client
-from memory_store.hookrunner import HookRunner
-from memory_store.paths import DataPaths
+from memory_store import open_recall
+from memory_store.devtools.hookrunner import HookRunner
+from memory_store.shared import worker_client as client
+from memory_store.shared.paths import DataPaths
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"  # real payloads and a real transcript from Claude Code 2.1.330
@@ -34,27 +36,91 @@ def load_payload(name: str, **changes) -> dict:
     return payload
 
 
-def stop_worker(home: Path, timeout: float = 10.0) -> None:
-    """Stop the worker of `home` (politely, then SIGKILL) and wait until it is gone."""
-    paths = DataPaths(home)
-    pid = None
-    try:
-        pid = int(paths.worker_pid.read_text())
-    except (OSError, ValueError):
-        pass
-    client.stop_worker(paths, timeout)
-    deadline = time.monotonic() + timeout
-    while pid and time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except OSError:
+# --- processes --------------------------------------------------------------------------------------
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Live processes (other than this one) whose command line or environment contains `text`."""
+    needle = text.encode()
+    found = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        for part in ("cmdline", "environ"):
+            try:
+                with open(f"/proc/{entry}/{part}", "rb") as handle:
+                    data = handle.read()
+            except OSError:
+                continue
+            if needle in data:
+                try:
+                    with open(f"/proc/{entry}/stat", "rb") as handle:
+                        if handle.read().split(b")")[-1].split()[0] == b"Z":
+                            break  # a zombie holds no resources; its parent reaps it
+                except OSError:
+                    break
+                found.append(int(entry))
+                break
+    return found
+
+
+def kill_all(pids: list[int], timeout: float = 5.0) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(_alive(p) for p in pids):
+            time.sleep(0.05)
+        if not any(_alive(p) for p in pids):
             return
-        time.sleep(0.05)
-    if pid:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().split(b")")[-1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+def stop_worker(home: Path, timeout: float = 10.0) -> None:
+    """Stop the worker of `home` (politely, then by signal), and anything else started for it, and
+    wait until they are gone."""
+    client.stop_worker(DataPaths(home), timeout)
+    kill_all(processes_mentioning(str(home)), timeout)
+
+
+@pytest.fixture(autouse=True)
+def no_process_left_behind(request, tmp_path):
+    """Fails the test that leaves a process running (after killing it, so the next test starts clean)."""
+    yield
+    deadline = time.monotonic() + 3.0  # a process may be on its way out
+    left = processes_mentioning(str(tmp_path))
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = processes_mentioning(str(tmp_path))
+    if left:
+        described = [_describe(pid) for pid in left]
+        kill_all(left)
+        pytest.fail(f"{request.node.name} left {len(left)} process(es) running: {described}", pytrace=False)
+
+
+def _describe(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return f"{pid}: " + handle.read().replace(b"\0", b" ").decode("utf-8", "replace")[:160]
+    except OSError:
+        return str(pid)
+
+
+# --- data dirs and projects -------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -89,6 +155,13 @@ def hooks(home) -> HookRunner:
     return HookRunner(ROOT, dict(os.environ))
 
 
+def stored(home: Path):
+    """The memory of `home` as `recall search` sees it: opened, with spooled events ingested."""
+    recall = open_recall(home)
+    recall.ingest_spool()
+    return recall
+
+
 def play_deploy_session(send, prompt: str) -> None:
     """A first session that states a fact and runs a tool: SessionStart, the prompt, a Bash call, Stop
     and SessionEnd. `send(fixture_name, **changes)` delivers one hook event."""
@@ -118,7 +191,7 @@ def worker_health(home: Path) -> dict | None:
 
 def wait_until_embedded(home: Path, timeout: float = 60.0) -> dict:
     """Block until the worker has loaded its model and emptied the embedding queue."""
-    health = client.wait_until_embedded(DataPaths(home), timeout)
+    health = client.wait_until_embedded(DataPaths(home), timeout, poll=0.05)
     assert health and health.get("model") == "ready" and health.get("pending") == 0, \
         f"worker did not finish embedding: {health}"
     return health

@@ -1,4 +1,8 @@
-"""Boundaries that keep hooks fast and layers clean, checked on the code itself."""
+"""Boundaries that keep hooks fast and layers clean, checked on the code itself.
+
+Imports are read with `ast` in every form: `import x`, `from x import y`, relative imports
+(`from . import y`, `from ..shared import z`) and imports inside functions.
+"""
 
 from __future__ import annotations
 
@@ -6,59 +10,169 @@ import ast
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from conftest import ROOT, load_payload
 
 PACKAGE = ROOT / "memory_store"
-# Modules the hook process may load: standard library only (they run under `python -I -S`).
-HOOK_SIDE = {"__init__", "hook_client", "transport", "paths", "fallback", "spool", "payload", "redact", "logs",
-             "locks", "bootstrap", "launch"}
-HEAVY = {"pydantic", "typer", "numpy", "apsw", "fastembed", "sqlite_vec", "rank_bm25", "onnxruntime", "click", "rich"}
+HEAVY = {"pydantic", "typer", "numpy", "apsw", "fastembed", "sqlite_vec", "rank_bm25", "onnxruntime", "click",
+         "rich", "mcp"}
+# Each layer may import its own folder and the layers listed for it (never upwards).
+LAYERS = {
+    "memory_store.version": set(),
+    "memory_store.shared": {"memory_store.version"},
+    "memory_store.hook": {"memory_store.version", "memory_store.shared"},
+    "memory_store.core": {"memory_store.version", "memory_store.shared"},
+    "memory_store.api": {"memory_store.version", "memory_store.shared", "memory_store.core"},
+    "memory_store.worker": {"memory_store.version", "memory_store.shared", "memory_store.core", "memory_store.api"},
+    # Dev tools (demo, hook runner, benchmarks) drive the product from outside; `recall demo` and
+    # `recall bench` reach them from the CLI.
+    "memory_store.devtools": {"memory_store.version", "memory_store.shared", "memory_store.core",
+                              "memory_store.api", "memory_store.hook"},
+    "memory_store.shells": {"memory_store.version", "memory_store.shared", "memory_store.core", "memory_store.api",
+                            "memory_store.hook", "memory_store.devtools"},
+    # The package's public face: the version, and the API loaded lazily on first use.
+    "memory_store": {"memory_store.version", "memory_store.api", "memory_store.core"},
+}
 
 
-def imports_of(path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def is_package(name: str) -> bool:
+    return MODULES.get(name, Path()).name == "__init__.py"
+
+
+def imports_of(name: str) -> set[str]:
+    """Absolute names of what module `name` imports, anywhere in its body."""
+    path = MODULES[name]
+    package = name if is_package(name) else name.rpartition(".")[0]
     found = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            found.update(alias.name.split(".")[0] for alias in node.names)
+            found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:  # relative: memory_store.<module>
-                found.add("." + (node.module or "").split(".")[0])
-            elif node.module:
-                found.add(node.module.split(".")[0] if not node.module.startswith("memory_store") else
-                          "." + (node.module.split(".")[1] if "." in node.module else "__init__"))
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for alias in node.names:  # `from pkg import module` imports that module
+                candidate = f"{target}.{alias.name}"
+                found.add(candidate if candidate in MODULES else target)
     return found
 
 
-def test_hook_side_modules_use_the_standard_library_only():
-    for name in HOOK_SIDE - {"__init__"}:  # __init__ only imports lazily, inside __getattr__
-        imported = imports_of(PACKAGE / f"{name}.py")
-        assert not imported & HEAVY, f"{name} imports {imported & HEAVY}"
-        internal = {m[1:] for m in imported if m.startswith(".")} - {""}
-        assert internal <= HOOK_SIDE, f"{name} imports non-hook-side modules {internal - HOOK_SIDE}"
-        third_party = {m for m in imported if not m.startswith(".") and m not in sys.stdlib_module_names}
-        assert third_party <= {"memory_store"}, f"{name} imports {third_party}"
+def internal_graph() -> dict[str, set[str]]:
+    return {name: {m for m in imports_of(name) if m in MODULES and m != name} for name in MODULES}
+
+
+def layer_of(name: str) -> str:
+    for layer in sorted(LAYERS, key=len, reverse=True):
+        if name == layer or name.startswith(layer + "."):
+            return layer
+    raise AssertionError(f"{name} is in no layer")
+
+
+def test_every_module_belongs_to_a_layer():
+    for name in MODULES:
+        layer_of(name)
+
+
+def test_hook_side_and_shared_use_the_standard_library_only():
+    for name in MODULES:
+        if layer_of(name) not in ("memory_store.hook", "memory_store.shared"):
+            continue
+        for imported in imports_of(name):
+            top = imported.split(".")[0]
+            if top == "memory_store":
+                assert layer_of(imported) in ("memory_store.version", "memory_store.hook", "memory_store.shared"), \
+                    f"{name} imports {imported}"
+            else:
+                assert top in sys.stdlib_module_names, f"{name} imports {imported} (not standard library)"
+
+
+def test_layers_only_import_downwards():
+    for name, imported in internal_graph().items():
+        own = layer_of(name)
+        for target in imported:
+            other = layer_of(target)
+            assert other == own or other in LAYERS[own], f"{name} ({own}) imports {target} ({other})"
+
+
+def test_no_import_cycles():
+    graph = internal_graph()
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(node):  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                item = stack.pop()
+                on_stack.discard(item)
+                component.append(item)
+                if item == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    sys.setrecursionlimit(10_000)
+    for node in graph:
+        if node not in index:
+            visit(node)
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def test_the_architecture_check_sees_every_import_form():
+    """The checks above would miss what `imports_of` misses: prove it reads each form."""
+    found = imports_of("memory_store.hook.client")
+    assert "memory_store.shared.protocol" in found  # from ..shared import protocol
+    assert "memory_store.hook.fallback" in found  # a function-level relative import
+    assert "memory_store.version" in found  # from ..version import __version__
+    assert "memory_store.core.capture" in imports_of("memory_store.core.router")  # from . import capture
 
 
 def test_lower_layers_never_import_the_cli():
-    for path in PACKAGE.rglob("*.py"):
-        if path.stem in ("cli", "demo") or "bench" in path.parts:
-            continue
-        assert ".cli" not in imports_of(path), f"{path.name} imports the CLI"
+    for name, imported in internal_graph().items():
+        if layer_of(name) not in ("memory_store.shells", "memory_store.devtools"):
+            assert not {m for m in imported if m.startswith("memory_store.shells")}, f"{name} imports a shell"
 
 
 def test_hook_fast_path_imports_almost_nothing(hooks, home, project):
-    """With a worker up, a hook loads no JSON parser, no pathlib, nothing heavy: measured with -X importtime."""
+    """With a worker up, a hook loads only the standard library and the hook side, and of those no JSON
+    parser, no pathlib, nothing heavy: measured with -X importtime."""
     payload = load_payload("PostToolUse-Bash", cwd=str(project))
     hooks.run("SessionStart", load_payload("SessionStart-startup", cwd=str(project)))  # starts the worker
     env = dict(os.environ, CLAUDE_PLUGIN_ROOT=str(ROOT))
     result = subprocess.run([sys.executable, "-X", "importtime", "-I", "-S", str(ROOT / "hooks" / "hook.py"),
                              "PostToolUse"], input=json_bytes(payload), capture_output=True, env=env, timeout=30)
     assert result.returncode == 0 and result.stdout == b""
-    modules = {line.split("|")[-1].strip() for line in result.stderr.decode().splitlines() if "|" in line}
-    assert "memory_store.hook_client" in modules
-    assert not modules & (HEAVY | {"json", "pathlib", "re", "socket", "subprocess", "memory_store.fallback"}), modules
+    modules = {line.split("|")[-1].strip() for line in result.stderr.decode().splitlines()
+               if line.startswith("import time:") and "imported package" not in line}
+    assert "memory_store.hook.client" in modules
+    ours = {m for m in modules if m.startswith("memory_store")}
+    assert all(m in ("memory_store", "memory_store.version") or m.startswith(("memory_store.hook",
+                                                                              "memory_store.shared")) for m in ours), ours
+    assert all(m.split(".")[0] in sys.stdlib_module_names for m in modules - ours), modules - ours
+    assert not modules & (HEAVY | {"json", "pathlib", "re", "socket", "subprocess", "memory_store.hook.fallback"}), \
+        modules
 
 
 def json_bytes(payload) -> bytes:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from memory_store.bench import locomo
-from memory_store.bench.latency import format_latency, run_latency
+from memory_store.devtools.bench import locomo
+from memory_store.devtools.bench.latency import format_latency, run_latency
 
 
 def tiny_locomo(tmp_path):

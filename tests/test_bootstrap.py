@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, load_payload, play_deploy_session, stop_worker, wait_for, worker_health
-from memory_store import __version__, open_store
-from memory_store.bootstrap import has_dependencies
-from memory_store.hookrunner import HookRunner
-from memory_store.paths import DataPaths
+from memory_store import __version__, open_recall
+from memory_store.hook.runtime import has_dependencies
+from memory_store.devtools.hookrunner import HookRunner
+from memory_store.shared.paths import DataPaths
 
 pytestmark = pytest.mark.slow
 
@@ -131,9 +131,9 @@ def wait_ingested(data: Path, events: int) -> None:
 
 
 def stored_counts(data: Path) -> dict:
-    store = open_store(data)
+    store = open_recall(data)
     try:
-        return store.counts()
+        return store.store.counts()
     finally:
         store.close()
 
@@ -224,7 +224,7 @@ def test_bootstrap_builds_a_venv_and_ingests_the_spool_exactly_once(first_instal
     assert counts["events"] == 6, counts  # 5 of session one + the second SessionStart, each once
     assert counts["by_kind"] == {"prompt": 1, "tool": 1, "exchange": 1}, counts
     assert counts["sessions"] == 2, counts
-    store = open_store(data)
+    store = open_recall(data)
     try:
         hits = store.search("Which flag does the staging deploy need?", project=str(project), touch=False)
         texts = [h.text for h in hits]

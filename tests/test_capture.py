@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from conftest import load_payload
-from memory_store import capture
-from memory_store.config import CaptureConfig
-from memory_store.models import parse_event
+from memory_store.core import capture
+from memory_store.core.config import CaptureConfig
+from memory_store.core.hook_events import parse_event
 
 CFG = CaptureConfig()
 

@@ -7,16 +7,15 @@ import time
 
 from typer.testing import CliRunner
 
-from memory_store import open_store
-from memory_store.cli import app
-from memory_store.models import MemoryDraft
+from memory_store import open_recall
+from memory_store.shells.cli import app
+from memory_store.core.records import MemoryDraft
 
 runner = CliRunner()
 
 
 def seed(home, project="/p/app"):
-    store = open_store(home)
-    store.allow_model_load = False
+    store = open_recall(home, load_models=False)
     now = time.time()
     ids = []
     for i, text in enumerate(["We use Postgres 16 for the orders service",
@@ -24,7 +23,7 @@ def seed(home, project="/p/app"):
                               "Q: how do we seed the db?\nA: run scripts/seed.py --small"]):
         draft = MemoryDraft(project=project, session_id="s1", kind=["prompt", "tool", "exchange"][i], text=text,
                             created_at=now - 3600 + i)
-        ids.append(store.record(f"{project}:e{i}", draft).memory_id)
+        ids.append(store.store.record(f"{project}:e{i}", draft).memory_id)
     store.close()
     return ids
 
@@ -74,7 +73,7 @@ def test_stats_and_forget(home):
     stats = json.loads(invoke("stats", "--home", str(home), "--json"))
     assert stats["memories"] == 3 and stats["by_kind"]["tool"] == 1
     assert json.loads(invoke("forget", str(ids[1]), "--home", str(home), "--json")) == {"forgotten": 1}
-    assert open_store(home).counts()["memories"] == 2
+    assert open_recall(home).store.counts()["memories"] == 2
 
 
 def test_doctor_json_reports_checks(home):

@@ -18,13 +18,14 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import ROOT
-from memory_store import db, doctor, open_store
-from memory_store.cli import app
-from memory_store.config import Config, EmbeddingConfig
-from memory_store.embed import DEFAULT_DIM, DEFAULT_MODEL, load_embedder
-from memory_store.models import MemoryDraft
-from memory_store.paths import DataPaths
-from memory_store.store import Store
+from memory_store import open_recall
+from memory_store.core import db, jobs
+from memory_store.shells.cli import app
+from memory_store.core.config import Config, EmbeddingConfig
+from memory_store.core.embed import DEFAULT_DIM, DEFAULT_MODEL, load_embedder
+from memory_store.core.records import MemoryDraft
+from memory_store.shared.paths import DataPaths
+from memory_store.api import Recall
 
 # Reference values of the fp32 sentence-transformers model, computed offline with torch 2.13 and
 # sentence-transformers 6.2 from the original sentence-transformers/all-MiniLM-L6-v2 weights
@@ -62,7 +63,7 @@ def cosine(a: bytes, b: bytes) -> float:
 def record(store, text, project="/p/app", session="s1", at=None, kind="exchange"):
     draft = MemoryDraft(project=project, session_id=session, kind=kind, text=text,
                         created_at=time.time() - 3600 if at is None else at)
-    return store.record(f"evt-{uuid.uuid4()}", draft).memory_id
+    return store.store.record(f"evt-{uuid.uuid4()}", draft).memory_id
 
 
 # --- the model is all-MiniLM-L6-v2 ------------------------------------------------------------
@@ -132,8 +133,8 @@ def getaddrinfo(host, *args, **kwargs):
 
 socket.getaddrinfo = getaddrinfo
 
-from memory_store.config import EmbeddingConfig
-from memory_store.embed import load_embedder
+from memory_store.core.config import EmbeddingConfig
+from memory_store.core.embed import load_embedder
 
 embedder = load_embedder(EmbeddingConfig())
 a, b = embedder.embed(["A cat sits on the mat", "A kitten is resting on a rug"])
@@ -193,54 +194,54 @@ TEXTS = ["Key rotation runs every 90 days via the rotate-keys script",
 
 
 def test_each_vector_records_its_model_and_dimension(home, embedder):
-    store = open_store(home)
+    store = open_recall(home)
     try:
         ids = [record(store, t) for t in TEXTS]
-        assert store.vectors.exists() is False or store.vectors.info() is None
+        assert store.store.vectors.exists() is False or store.store.vectors.info() is None
         assert store.embed_pending() == 3
-        assert store.vectors.info() == (DEFAULT_MODEL, 384)
-        row = store.conn.execute("SELECT model, dim FROM vector_index").fetchall()
+        assert store.store.vectors.info() == (DEFAULT_MODEL, 384)
+        row = store.store.conn.execute("SELECT model, dim FROM vector_index").fetchall()
         assert row == [(DEFAULT_MODEL, 384)]
-        assert store.vectors.ids() == set(ids) and store.pending_embeddings() == 0
+        assert store.store.vectors.ids() == set(ids) and store.store.pending_embeddings() == 0
         for memory_id, text in zip(ids, TEXTS):
-            stored = store.vectors.get(memory_id)
+            stored = store.store.vectors.get(memory_id)
             assert len(stored) == 384 * 4
             assert cosine(stored, embedder.embed_query(text)) == pytest.approx(1.0, abs=1e-4)
-        assert store.dense_ready() and store.dense_ready(embedder)
-        assert store.counts()["vector_model"] == DEFAULT_MODEL
+        assert store.store.dense_ready(store.models.embedder) and store.store.dense_ready(embedder)
+        assert store.store.counts()["vector_model"] == DEFAULT_MODEL
     finally:
         store.close()
 
 
 def test_another_model_never_mixes_into_the_index_and_reindex_rebuilds(home, embedder):
-    store = open_store(home)
+    store = open_recall(home)
     ids = [record(store, t) for t in TEXTS]
     store.embed_pending()
     other = OtherModel()
-    assert store.dense_ready(embedder) and not store.dense_ready(other)
+    assert store.store.dense_ready(embedder) and not store.store.dense_ready(other)
 
     # The other model may not add its vectors to this index, not even for a new memory.
     late = record(store, "The soup needs more salt")
-    assert store.embed_pending(other) == 0
-    assert store.vectors.info() == (DEFAULT_MODEL, 384) and late not in store.vectors.ids()
-    assert store.pending_embeddings() == 1
+    assert jobs.embed_pending(store.store, other) == 0
+    assert store.store.vectors.info() == (DEFAULT_MODEL, 384) and late not in store.store.vectors.ids()
+    assert store.store.pending_embeddings() == 1
     store.close()
 
     # A store configured for the other model: its index is stale, so search is lexical only ...
     config = Config.model_validate({"embedding": {"model": other.name}})
-    stale = Store(DataPaths(home), config)
-    stale.set_embedder(other)
-    assert not stale.dense_ready()
+    stale = Recall(DataPaths(home), config)
+    stale.models.set_embedder(other)
+    assert not stale.store.dense_ready(stale.models.embedder)
     hits = stale.search("rotate-keys script", project="/p/app", touch=False)
     assert [h.id for h in hits][:1] == [ids[0]] and all(h.similarity is None for h in hits)
-    model_check = {c.name: c for c in doctor.diagnose(stale)}["vector model"]
+    model_check = {c.name: c for c in stale.diagnose()}["vector model"]
     assert not model_check.ok and DEFAULT_MODEL in model_check.detail and "reindex" in model_check.hint
 
     # ... until reindex rebuilds it with the configured model, for every memory.
     assert stale.reindex() == 4
-    assert stale.vectors.info() == (other.name, 8)
-    assert stale.vectors.ids() == set(ids) | {late} and stale.pending_embeddings() == 0
-    assert stale.dense_ready() and not stale.dense_ready(embedder)
+    assert stale.store.vectors.info() == (other.name, 8)
+    assert stale.store.vectors.ids() == set(ids) | {late} and stale.store.pending_embeddings() == 0
+    assert stale.store.dense_ready(stale.models.embedder) and not stale.store.dense_ready(embedder)
     assert all(h.similarity is not None for h in stale.search("rotate-keys script", project="/p/app", touch=False))
     stale.close()
 
@@ -248,13 +249,13 @@ def test_another_model_never_mixes_into_the_index_and_reindex_rebuilds(home, emb
     result = runner.invoke(app, ["reindex", "--home", str(home), "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout[result.stdout.index("{"):]) == {"embedded": 4, "model": DEFAULT_MODEL}
-    store = open_store(home)
+    store = open_recall(home)
     try:
-        assert store.vectors.info() == (DEFAULT_MODEL, 384)
-        assert store.vectors.ids() == set(ids) | {late}
-        assert store.dense_ready(embedder) and not store.dense_ready(other)
-        assert cosine(store.vectors.get(late), embedder.embed_query("The soup needs more salt")) == pytest.approx(1.0, abs=1e-4)
-        assert {c.name: c for c in doctor.diagnose(store)}["vector model"].ok
+        assert store.store.vectors.info() == (DEFAULT_MODEL, 384)
+        assert store.store.vectors.ids() == set(ids) | {late}
+        assert store.store.dense_ready(embedder) and not store.store.dense_ready(other)
+        assert cosine(store.store.vectors.get(late), embedder.embed_query("The soup needs more salt")) == pytest.approx(1.0, abs=1e-4)
+        assert {c.name: c for c in store.diagnose()}["vector model"].ok
     finally:
         store.close()
 
@@ -268,16 +269,16 @@ def test_another_model_never_mixes_into_the_index_and_reindex_rebuilds(home, emb
 ], ids=["not-installed", "load-fails"])
 def test_without_sqlite_vec_recall_works_lexically_and_doctor_says_why(home, monkeypatch, extension, reason):
     monkeypatch.setattr(db, "vec_extension_path", lambda: extension)
-    store = open_store(home)
+    store = open_recall(home)
     try:
-        assert store.vector_error.startswith(reason) and store.vectors is None
+        assert store.store.vector_error.startswith(reason) and store.store.vectors is None
         ids = [record(store, t) for t in TEXTS]
-        assert store.embed_pending() == 0 and not store.dense_ready()
+        assert store.embed_pending() == 0 and not store.store.dense_ready(store.models.embedder)
         hits = store.search("how do we rotate keys with the rotate-keys script?", project="/p/app")
         assert hits and hits[0].id == ids[0] and hits[0].similarity is None
         assert [h.id for h in store.search("cache TTL", project="/p/app")][:1] == [ids[1]]
 
-        checks = {c.name: c for c in doctor.diagnose(store)}
+        checks = {c.name: c for c in store.diagnose()}
         vec = checks["sqlite-vec"]
         assert not vec.ok and vec.detail.startswith(reason) and "lexical search still works" in vec.hint
         assert "vector index" not in checks  # nothing to check, nothing crashed

@@ -9,10 +9,10 @@ import uuid
 
 import pytest
 
-from conftest import ROOT, load_payload, play_deploy_session, wait_until_embedded
-from memory_store import open_store
-from memory_store.logs import read_records
-from memory_store.paths import DataPaths
+from conftest import ROOT, load_payload, play_deploy_session, wait_until_embedded, stored
+from memory_store import open_recall
+from memory_store.shared.logs import read_records
+from memory_store.shared.paths import DataPaths
 
 FACT = "The staging deploy goes through scripts/ship.sh and needs the --canary flag"
 
@@ -65,7 +65,7 @@ def test_other_project_never_sees_it(hooks, home, project, other_project):
     start = send("SessionStart-startup")
     prompt = send("UserPromptSubmit", prompt="How do we deploy to staging with the canary flag?", prompt_id="p3")
     assert "ship.sh" not in start.stdout + prompt.stdout
-    store = open_store(home)
+    store = stored(home)
     assert not [h for h in store.search("staging deploy canary ship", project=str(other_project)) if "ship.sh" in h.text]
     assert [h for h in store.search("staging deploy canary ship", project=str(project)) if "ship.sh" in h.text]
 
@@ -73,7 +73,7 @@ def test_other_project_never_sees_it(hooks, home, project, other_project):
 def test_recall_search_json_finds_it(hooks, home, project):
     first_session(hooks, project)
     result = subprocess.run(
-        [sys.executable, "-m", "memory_store.cli", "search", "staging canary deploy", "--json", "--project",
+        [sys.executable, "-m", "memory_store.shells.cli", "search", "staging canary deploy", "--json", "--project",
          str(project), "--home", str(home)],
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )
@@ -88,7 +88,7 @@ def test_recall_search_json_finds_it(hooks, home, project):
 def test_subdirectory_shares_the_git_root_project(hooks, home, project):
     (project / "src" / "app").mkdir(parents=True)
     first_session(hooks, project / "src" / "app")
-    hits = open_store(home).search("canary", project=str(project))
+    hits = stored(home).search("canary", project=str(project))
     assert hits and hits[0].project == str(project)
 
 
@@ -133,7 +133,7 @@ def test_capture_is_durable_before_the_hook_returns(hooks, home, project):
     send = session(hooks, project)
     send("UserPromptSubmit", prompt="remember that the queue name is orders-v2", prompt_id="d")
     # No waiting: the hook has returned, so the memory must already be stored (database or spool).
-    store = open_store(home)
+    store = open_recall(home)
     paths = DataPaths(home)
     stored = [h.text for h in store.search("orders-v2 queue", project=str(project))]
     spooled = [p.read_text() for p in paths.spool.glob("*.json")] if paths.spool.exists() else []
@@ -180,7 +180,7 @@ def test_megabytes_of_tool_output_are_captured_trimmed(hooks, home, project):
     result = send("PostToolUse-Bash", tool_input={"command": "make all"},
                   tool_response={"stdout": big, "stderr": "", "interrupted": False})
     assert result.returncode == 0
-    hits = open_store(home).search("make all build", project=str(project))
+    hits = stored(home).search("make all build", project=str(project))
     assert hits and len(hits[0].text) < 2000
 
 
@@ -190,11 +190,11 @@ def test_wrong_types_lose_nothing_else(hooks, home, project):
     hooks.run("UserPromptSubmit", {"hook_event_name": "UserPromptSubmit", "session_id": "s", "cwd": str(project),
                                    "prompt": ["not", "a", "string"]})
     send("UserPromptSubmit", prompt="the build cache lives in /var/cache/build", prompt_id="ok")
-    assert open_store(home).search("build cache", project=str(project))
+    assert stored(home).search("build cache", project=str(project))
 
 
 def test_hook_timing_log_is_rotated(hooks, home, project):
-    from memory_store.paths import MAX_LOG_BYTES
+    from memory_store.shared.files import MAX_LOG_BYTES
 
     paths = DataPaths(home)
     paths.logs.mkdir(parents=True, exist_ok=True)

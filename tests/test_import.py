@@ -8,8 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from conftest import FIXTURES
-from memory_store import open_store
-from memory_store.transcripts import import_paths
+from memory_store import open_recall
 
 SAMPLE = FIXTURES / "transcript-sample.jsonl"
 
@@ -34,11 +33,10 @@ def write_transcript(path: Path, session: str, cwd: str, turns: list[tuple[str, 
 
 
 def test_real_transcript_yields_prompt_tool_and_exchange(home):
-    store = open_store(home)
-    store.allow_model_load = False
-    report = import_paths(store, [SAMPLE])
+    store = open_recall(home, load_models=False)
+    report = store.import_transcripts([SAMPLE])
     assert report.files == 1 and not report.errors
-    memories = store.recent("/home/user/projects/demo", ("prompt", "exchange", "tool"), 0, 10)
+    memories = store.store.recent("/home/user/projects/demo", ("prompt", "exchange", "tool"), 0, 10)
     kinds = {m.kind: m for m in memories}
     assert kinds["tool"].text == "Bash `echo hello-from-tool` → hello-from-tool"
     assert kinds["prompt"].text == "PLEASE_RUN_TOOL then say done"
@@ -53,14 +51,13 @@ def test_import_is_idempotent_and_keeps_time_session_and_cwd(home, tmp_path):
     path = write_transcript(tmp_path / "t" / "s1.jsonl", "s1", "/work/app",
                             [("user", "Which port does the API use?"), ("assistant", "It listens on 8443.")],
                             "2024-03-05T10:00:00+00:00")
-    store = open_store(home)
-    store.allow_model_load = False
-    first = import_paths(store, [tmp_path / "t"])
-    second = import_paths(store, [tmp_path / "t"])
+    store = open_recall(home, load_models=False)
+    first = store.import_transcripts([tmp_path / "t"])
+    second = store.import_transcripts([tmp_path / "t"])
     assert first.new_memories == 2 and second.skipped_files == 1  # the prompt and the exchange
     path.touch()
     shutil.copy(path, tmp_path / "t" / "copy.jsonl")  # same entries in another file: still no duplicates
-    third = import_paths(store, [tmp_path / "t"])
+    third = store.import_transcripts([tmp_path / "t"])
     assert third.new_memories == 0
     answer = [h for h in store.search("which port for the API", project="/work/app") if h.kind == "exchange"][0]
     assert answer.text == "It listens on 8443."  # found through its prompt (indexed context)
@@ -73,16 +70,15 @@ def test_broken_lines_are_reported_not_fatal(home, tmp_path):
                             "2024-03-05T10:00:00+00:00")
     with open(path, "a") as handle:
         handle.write("{broken json\n")
-    store = open_store(home)
-    store.allow_model_load = False
-    report = import_paths(store, [path])
+    store = open_recall(home, load_models=False)
+    report = store.import_transcripts([path])
     assert report.errors and store.search("flag fast", project="/work/app")
 
 
 def test_cli_import_json(home, tmp_path):
     from typer.testing import CliRunner
 
-    from memory_store.cli import app
+    from memory_store.shells.cli import app
 
     write_transcript(tmp_path / "p" / "s3.jsonl", "s3", "/work/app",
                      [("user", "where are the fixtures?"), ("assistant", "In tests/fixtures.")],

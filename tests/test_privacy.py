@@ -11,10 +11,10 @@ import threading
 
 import pytest
 
-from conftest import load_payload, wait_until_embedded
-from memory_store import open_store
-from memory_store.paths import DataPaths
-from memory_store.redact import clean, redact, strip_private
+from conftest import load_payload, wait_until_embedded, stored
+from memory_store import open_recall
+from memory_store.shared.paths import DataPaths
+from memory_store.shared.redact import clean, redact, strip_private
 from secrets_corpus import DOTENV, DOTENV_VALUES, PRIVATE_TEXT, SECRETS
 
 ALL_SECRET_VALUES = [value for _, _, value in SECRETS] + DOTENV_VALUES + [PRIVATE_TEXT]
@@ -87,7 +87,7 @@ def test_no_secret_reaches_disk_through_hooks(hooks, home, project):
     session_with_secrets(hooks, project)
     wait_until_embedded(home)
     assert_nothing_leaked(home)
-    assert open_store(home).search("please use this", project=str(project))  # captured, redacted
+    assert stored(home).search("please use this", project=str(project))  # captured, redacted
 
 
 def test_no_secret_reaches_disk_through_the_spool(hooks, home, project, tmp_path):
@@ -112,17 +112,16 @@ def test_no_secret_reaches_disk_through_import(home, tmp_path):
                                  "message": {"role": "assistant", "content": [{"type": "text", "text": f"ok: {text}"}]}}))
     path = tmp_path / "imp.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    from memory_store.transcripts import import_paths
-
-    store = open_store(home)
-    import_paths(store, [path])
+    
+    store = open_recall(home)
+    store.import_transcripts([path])
     store.embed_pending()
     store.close()
     assert_nothing_leaked(home)
 
 
 def test_logs_are_redacted(home):
-    from memory_store.logs import JsonLog
+    from memory_store.shared.logs import JsonLog
 
     log = JsonLog(DataPaths(home).log_file, "test")
     for _, text, _ in SECRETS:
@@ -172,9 +171,9 @@ def test_no_network_access_at_run_time(home, project, monkeypatch):
 
     sys.addaudithook(audit)  # cannot be removed; it only records
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # even when downloads would be allowed, none happen
-    from memory_store import transport
-    from memory_store.embed import _loaded
-    from memory_store.worker import Worker
+    from memory_store.shared import protocol as transport
+    from memory_store.core.embed import _loaded
+    from memory_store.worker.server import Worker
 
     _loaded.clear()  # load the model afresh under the audit hook
     os.makedirs(home)
@@ -193,7 +192,7 @@ def test_no_network_access_at_run_time(home, project, monkeypatch):
             line, _ = transport.exchange(str(home), header, payload, 10.0)
             assert line.startswith(b'{"ok":true')
         transport.request(paths, {"op": "search", "query": "git status", "project": str(project)}, timeout=10)
-        store = open_store(home)
+        store = open_recall(home)
         store.search("what did git status show?", project=str(project))
         store.embed_pending()
     finally:

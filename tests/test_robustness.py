@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT, load_payload, stop_worker, wait_for, worker_health
-from memory_store import open_store
-from memory_store.bench.latency import peak_rss_kb
-from memory_store.paths import DataPaths
+from conftest import ROOT, load_payload, stop_worker, wait_for, worker_health, stored
+from memory_store import open_recall
+from memory_store.devtools.bench.latency import peak_rss_kb
+from memory_store.shared.paths import DataPaths
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd"]
 
@@ -143,14 +143,14 @@ def test_parallel_sessions_with_killed_hooks_and_a_killed_worker(hooks, home, tm
         outcomes[marker] = proc.returncode
     wait_for(lambda: worker_health(home), timeout=30) or hooks.run(
         "SessionStart", load_payload("SessionStart-startup", cwd=str(projects[1])))
-    store = open_store(home)
+    store = stored(home)
     for marker, code in outcomes.items():
-        count = store.conn.execute("SELECT count(*) FROM memories WHERE text LIKE ?", (f"%{marker}%",)).fetchone()[0]
+        count = store.store.conn.execute("SELECT count(*) FROM memories WHERE text LIKE ?", (f"%{marker}%",)).fetchone()[0]
         if code == 0:
             assert count == 1, f"{marker}: returned 0 but stored {count} times"
         else:
             assert count <= 1, f"{marker}: stored {count} times"
-    assert store.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert store.store.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     log = DataPaths(home).log_file.read_text()
     assert "database is locked" not in log
     killed = sum(1 for code in outcomes.values() if code != 0)
@@ -158,8 +158,6 @@ def test_parallel_sessions_with_killed_hooks_and_a_killed_worker(hooks, home, tm
 
 
 def test_worker_killed_mid_write_leaves_a_consistent_store(hooks, home, project):
-    from memory_store import doctor
-
     for round_ in range(3):
         hooks.run("SessionStart", load_payload("SessionStart-startup", cwd=str(project), session_id=f"k{round_}"))
         pid = wait_for(lambda: (h := worker_health(home)) and (round_ or h["model"] == "ready") and h)["pid"]
@@ -168,24 +166,23 @@ def test_worker_killed_mid_write_leaves_a_consistent_store(hooks, home, project)
                                                   tool_input={"command": f"echo round {round_} step {i}"}))
         os.kill(pid, signal.SIGKILL)
         wait_for(lambda: not worker_health(home))
-    store = open_store(home)
-    checks = {c.name: c for c in doctor.diagnose(store)}
+    store = stored(home)
+    checks = {c.name: c for c in store.diagnose()}
     for name in ("integrity", "fts index", "vector index"):
         assert checks[name].ok, checks[name].detail
 
 
 def test_doctor_repair_rebuilds_a_broken_fts_index(home, project):
-    from memory_store import doctor
-    from memory_store.models import MemoryDraft
+    from memory_store.core.records import MemoryDraft
 
-    store = open_store(home)
-    store.record("e1", MemoryDraft(project=str(project), kind="note", text="the queue is orders-v2", created_at=1.0))
-    store.conn.execute("DELETE FROM memories_fts")  # simulate a derived index gone out of step
-    broken = {c.name: c for c in doctor.diagnose(store)}
+    store = open_recall(home)
+    store.store.record("e1", MemoryDraft(project=str(project), kind="note", text="the queue is orders-v2", created_at=1.0))
+    store.store.conn.execute("DELETE FROM memories_fts")  # simulate a derived index gone out of step
+    broken = {c.name: c for c in store.diagnose()}
     assert not broken["fts index"].ok
     assert store.search("orders queue", project=str(project)) == []
-    doctor.repair(store)
-    fixed = {c.name: c for c in doctor.diagnose(store)}
+    store.repair()
+    fixed = {c.name: c for c in store.diagnose()}
     assert fixed["fts index"].ok
     assert store.search("orders queue", project=str(project))
 

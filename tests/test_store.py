@@ -9,9 +9,11 @@ import time
 import apsw
 import pytest
 
-from memory_store import db, open_store, spool
-from memory_store.models import MemoryDraft
-from memory_store.paths import DataPaths
+from memory_store import open_recall
+from memory_store.core import db
+from memory_store.shared import spool
+from memory_store.core.records import MemoryDraft
+from memory_store.shared.paths import DataPaths
 
 
 def draft(text, project="/p/one", kind="prompt", session="s1", at=None, **kw) -> MemoryDraft:
@@ -21,18 +23,17 @@ def draft(text, project="/p/one", kind="prompt", session="s1", at=None, **kw) ->
 
 @pytest.fixture
 def store(home):
-    s = open_store(home)
-    s.allow_model_load = False  # lexical only: these tests are about storage
+    s = open_recall(home, load_models=False)
     yield s
     s.close()
 
 
 def test_migrations_build_the_schema_and_record_the_version(store):
-    assert db.schema_version(store.conn) == len(db.MIGRATIONS)
-    tables = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table','trigger')")}
+    assert db.schema_version(store.store.conn) == len(db.MIGRATIONS)
+    tables = {r[0] for r in store.store.conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table','trigger')")}
     assert {"memories", "memories_fts", "events", "sessions", "injections", "embed_queue",
             "memories_fts_insert", "memories_fts_delete", "memories_fts_update"} <= tables
-    assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store.store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
 def test_migrate_twice_is_a_no_op(home):
@@ -43,80 +44,80 @@ def test_migrate_twice_is_a_no_op(home):
 
 
 def test_newer_schema_is_refused(home):
-    s = open_store(home)
-    s.conn.execute("PRAGMA user_version = 999")
+    s = open_recall(home)
+    s.store.conn.execute("PRAGMA user_version = 999")
     s.close()
     with pytest.raises(RuntimeError, match="newer"):
-        open_store(home)
+        open_recall(home)
 
 
 def test_event_is_stored_exactly_once(store):
-    first = store.record("evt-1", draft("the queue is named orders-v2"))
-    again = store.record("evt-1", draft("the queue is named orders-v2"))
+    first = store.store.record("evt-1", draft("the queue is named orders-v2"))
+    again = store.store.record("evt-1", draft("the queue is named orders-v2"))
     assert first.created and again.duplicate_event and again.memory_id == first.memory_id
-    assert store.counts()["memories"] == 1 and store.counts()["events"] == 1
+    assert store.store.counts()["memories"] == 1 and store.store.counts()["events"] == 1
 
 
 def test_same_text_twice_is_deduplicated_and_counted(store):
-    a = store.record("e1", draft("run make lint before pushing"))
-    b = store.record("e2", draft("Run  make lint before pushing", session="s2"))
+    a = store.store.record("e1", draft("run make lint before pushing"))
+    b = store.store.record("e2", draft("Run  make lint before pushing", session="s2"))
     assert b.memory_id == a.memory_id and not b.created
     memory = store.get([a.memory_id])[0]
     assert memory.seen_count == 2
 
 
 def test_same_text_in_another_project_is_separate(store):
-    a = store.record("e1", draft("run make lint"))
-    b = store.record("e2", draft("run make lint", project="/p/two"))
+    a = store.store.record("e1", draft("run make lint"))
+    b = store.store.record("e2", draft("run make lint", project="/p/two"))
     assert a.memory_id != b.memory_id
 
 
 def test_superseded_memories_are_not_searched(store):
-    old = store.record("e1", draft("the cache TTL is 300 seconds"))
-    new = store.record("e2", draft("the cache TTL is 600 seconds", kind="exchange", supersedes=[old.memory_id]))
+    old = store.store.record("e1", draft("the cache TTL is 300 seconds"))
+    new = store.store.record("e2", draft("the cache TTL is 600 seconds", kind="exchange", supersedes=[old.memory_id]))
     hits = store.search("cache TTL", project="/p/one")
     assert [h.id for h in hits] == [new.memory_id]
     assert store.get([old.memory_id])[0].superseded_by == new.memory_id
 
 
 def test_forget_deletes_and_reimport_does_not_restore(store):
-    a = store.record("import:x:1", draft("the admin password hint is blue"))
+    a = store.store.record("import:x:1", draft("the admin password hint is blue"))
     assert store.forget([a.memory_id]) == 1
     assert store.search("admin password hint", project="/p/one") == []
-    again = store.record("import:x:1", draft("the admin password hint is blue"))
-    assert again.duplicate_event and store.counts()["memories"] == 0
+    again = store.store.record("import:x:1", draft("the admin password hint is blue"))
+    assert again.duplicate_event and store.store.counts()["memories"] == 0
 
 
 def test_search_scopes_by_project_and_all_projects_is_explicit(store):
-    store.record("e1", draft("deploy with ship.sh --canary"))
-    store.record("e2", draft("deploy with helm upgrade", project="/p/two"))
+    store.store.record("e1", draft("deploy with ship.sh --canary"))
+    store.store.record("e2", draft("deploy with helm upgrade", project="/p/two"))
     assert {h.project for h in store.search("deploy", project="/p/one")} == {"/p/one"}
     assert {h.project for h in store.search("deploy", project=None)} == {"/p/one", "/p/two"}
 
 
 def test_search_survives_fts_syntax_in_queries(store):
-    store.record("e1", draft('the NEAR operator and "quotes" (parens) * stars: AND OR NOT'))
+    store.store.record("e1", draft('the NEAR operator and "quotes" (parens) * stars: AND OR NOT'))
     for query in ['"unbalanced', "NEAR(", "a AND", "*", "col:umn", "(", "-", "^start", "", "   ", "OR OR"]:
         store.search(query, project="/p/one")  # no exception
     assert store.search('"quotes" NEAR (parens)', project="/p/one")
 
 
 def test_stopwords_are_not_what_matches(store):
-    store.record("e1", draft("what is the plan for the release"))
-    store.record("e2", draft("release checklist: bump version, tag, publish"))
+    store.store.record("e1", draft("what is the plan for the release"))
+    store.store.record("e2", draft("release checklist: bump version, tag, publish"))
     hits = store.search("what is the release checklist?", project="/p/one")
     assert "checklist" in hits[0].text
 
 
 def test_timeline_orders_a_session(store):
     base = time.time()
-    ids = [store.record(f"e{i}", draft(f"step {i} of the migration", at=base + i)).memory_id for i in range(5)]
+    ids = [store.store.record(f"e{i}", draft(f"step {i} of the migration", at=base + i)).memory_id for i in range(5)]
     around = store.timeline(ids[2], before=1, after=1)
     assert [m.id for m in around] == ids[1:4]
 
 
 def test_access_counts_grow_when_hits_are_used(store):
-    a = store.record("e1", draft("redis runs on port 6380 here"))
+    a = store.store.record("e1", draft("redis runs on port 6380 here"))
     store.search("redis port", project="/p/one")
     store.search("redis port", project="/p/one", touch=False)
     assert store.get([a.memory_id])[0].access_count == 1
@@ -129,8 +130,8 @@ def test_spool_is_ingested_exactly_once(home, project):
     envelope = {"event_id": "spooled-1", "received_at": time.time(), "payload": payload}
     spool.write(paths.spool, envelope)
     spool.write(paths.spool, envelope)  # the same event twice (a hook retried after a late answer)
-    s = open_store(home)
-    s.allow_model_load = False
+    s = open_recall(home, load_models=False)
+    s.ingest_spool()
     assert spool.pending(paths.spool) == []
     hits = s.search("release date", project=str(project))
     assert len(hits) == 1 and "March 3" in hits[0].text
@@ -140,34 +141,34 @@ def test_unreadable_spool_file_is_kept_aside(home):
     paths = DataPaths(home)
     os.makedirs(paths.spool, exist_ok=True)
     (paths.spool / "00000000000000000001-1-deadbeef.json").write_text("{not json")
-    open_store(home)
+    open_recall(home).ingest_spool()
     assert list(paths.spool.glob("*.bad"))
 
 
 def test_files_are_private(store):
-    store.record("e1", draft("x"))
+    store.store.record("e1", draft("x"))
     assert stat.S_IMODE(os.stat(store.paths.home).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(store.paths.db).st_mode) == 0o600
 
 
 def test_concurrent_writers_wait_instead_of_failing(home):
-    a, b = open_store(home), open_store(home)
-    with db.write_transaction(a.conn):
-        a.conn.execute("INSERT INTO sessions(session_id, project, started_at) VALUES ('x', '/p', 0)")
-        b.conn.set_busy_timeout(50)
+    a, b = open_recall(home), open_recall(home)
+    with db.write_transaction(a.store.conn):
+        a.store.conn.execute("INSERT INTO sessions(session_id, project, started_at) VALUES ('x', '/p', 0)")
+        b.store.conn.set_busy_timeout(50)
         with pytest.raises(apsw.BusyError):
-            b.record("e1", draft("blocked"))
-    b.conn.set_busy_timeout(db.BUSY_TIMEOUT_MS)
-    assert b.record("e1", draft("now it works")).created
+            b.store.record("e1", draft("blocked"))
+    b.store.conn.set_busy_timeout(db.BUSY_TIMEOUT_MS)
+    assert b.store.record("e1", draft("now it works")).created
 
 
 def test_near_duplicate_supersedes_the_older_one(home):
     """With real embeddings: a re-worded repeat of a memory supersedes the older one; a different one does not."""
-    s = open_store(home)
+    s = open_recall(home)
     now = time.time()
-    old = s.record("d1", draft("Run the integration tests with pytest -x before pushing", kind="note", at=now - 60))
-    other = s.record("d2", draft("The staging database lives in eu-west-1", kind="note", at=now - 30))
-    new = s.record("d3", draft("Run the integration tests using pytest -x before pushing", kind="note", at=now))
+    old = s.store.record("d1", draft("Run the integration tests with pytest -x before pushing", kind="note", at=now - 60))
+    other = s.store.record("d2", draft("The staging database lives in eu-west-1", kind="note", at=now - 30))
+    new = s.store.record("d3", draft("Run the integration tests using pytest -x before pushing", kind="note", at=now))
     s.embed_pending()
     memories = {m.id: m for m in s.get([old.memory_id, other.memory_id, new.memory_id])}
     assert memories[old.memory_id].superseded_by == new.memory_id
@@ -175,10 +176,10 @@ def test_near_duplicate_supersedes_the_older_one(home):
 
 
 def test_near_duplicates_that_differ_in_a_number_are_both_kept(home):
-    s = open_store(home)
+    s = open_recall(home)
     now = time.time()
-    a = s.record("n1", draft("parallel note 1 about caching", kind="note", at=now - 10))
-    b = s.record("n2", draft("parallel note 2 about caching", kind="note", at=now))
+    a = s.store.record("n1", draft("parallel note 1 about caching", kind="note", at=now - 10))
+    b = s.store.record("n2", draft("parallel note 2 about caching", kind="note", at=now))
     s.embed_pending()
     assert all(m.superseded_by is None for m in s.get([a.memory_id, b.memory_id]))
 
@@ -186,45 +187,44 @@ def test_near_duplicates_that_differ_in_a_number_are_both_kept(home):
 def test_an_older_vector_table_layout_is_rebuilt_not_queried(home):
     """Vectors are derived data: a table from an older recall (no week partition) is dropped and
     re-embedded instead of failing every dense search."""
-    s = open_store(home)
-    s.record("v1", draft("the release train leaves on Thursdays"))
-    s.conn.execute("CREATE VIRTUAL TABLE memory_vectors USING vec0(memory_id INTEGER PRIMARY KEY, "
+    s = open_recall(home)
+    s.store.record("v1", draft("the release train leaves on Thursdays"))
+    s.store.conn.execute("CREATE VIRTUAL TABLE memory_vectors USING vec0(memory_id INTEGER PRIMARY KEY, "
                    "project TEXT PARTITION KEY, created_at FLOAT, embedding FLOAT[384] distance_metric=cosine)")
-    s.conn.execute("INSERT INTO vector_index(id, model, dim, created_at) VALUES (1, ?, 384, 0)",
+    s.store.conn.execute("INSERT INTO vector_index(id, model, dim, created_at) VALUES (1, ?, 384, 0)",
                    (s.config.embedding.model,))
-    assert not s.dense_ready(s.embedder)
+    assert not s.store.dense_ready(s.models.embedder)
     assert s.search("release train", project="/p/one")  # lexical meanwhile, no error
     s.embed_pending()
-    assert s.dense_ready(s.embedder) and s.counts()["vectors"] == 1
+    assert s.store.dense_ready(s.models.embedder) and s.store.counts()["vectors"] == 1
     assert s.search("when does the release train leave", project="/p/one")[0].similarity is not None
 
 
 def test_rerank_reorders_the_best_candidates(home):
     """The cross-encoder itself cannot be had offline (none ships on PyPI): a stand-in that scores by a
     word checks what recall does with its scores."""
-    from memory_store.config import Config
+    from memory_store.core.config import Config
 
-    s = open_store(home, Config.model_validate({"rerank": {"enabled": True, "top_n": 3}}))
-    s.allow_model_load = False
+    s = open_recall(home, Config.model_validate({"rerank": {"enabled": True, "top_n": 3}}), load_models=False)
     for i, text in enumerate(["deploy with helm", "deploy notes: use the canary flag", "deploy on fridays? never"]):
-        s.record(f"r{i}", draft(text, at=time.time() - 100 + i))
+        s.store.record(f"r{i}", draft(text, at=time.time() - 100 + i))
 
     class WordScorer:
         def scores(self, query, texts):
             return [1.0 if "canary" in t else 0.0 for t in texts]
 
-    s._cross_encoder = WordScorer()
+    s.models._cross_encoder = WordScorer()
     hits = s.search("deploy", project="/p/one", touch=False)
     assert hits[0].text == "deploy notes: use the canary flag"
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
 def test_rerank_that_cannot_load_falls_back_quietly(home, monkeypatch):
-    from memory_store.config import Config
+    from memory_store.core.config import Config
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    s = open_store(home, Config.model_validate({"rerank": {"enabled": True, "model_path": str(home / "nothing")}}))
-    s.allow_model_load = False
-    s.record("x1", draft("deploy with helm"))
+    s = open_recall(home, Config.model_validate({"rerank": {"enabled": True, "model_path": str(home / "nothing")}}),
+                    load_models=False)
+    s.store.record("x1", draft("deploy with helm"))
     assert s.search("deploy", project="/p/one")  # works, without the reranker
-    assert s.cross_encoder is None
+    assert s.models.cross_encoder is None

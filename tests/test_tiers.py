@@ -1,5 +1,5 @@
 """Each tier rule with real embeddings from the shipped model, through the Python API and the
-hook-level router (events.handle_event): hot (last 5 interactions, 24 h), warm (1–7 days, cued,
+hook-level router (Recall.handle_event): hot (last 5 interactions, 24 h), warm (1–7 days, cued,
 similarity >= 0.4, top 2, within budget, never twice), cold (search only), project isolation, RFM."""
 
 from __future__ import annotations
@@ -11,11 +11,22 @@ import pytest
 from pydantic import ValidationError
 
 from conftest import load_payload
-from memory_store import open_store, ranking, tiers
-from memory_store.config import Config, CueConfig, InjectConfig
-from memory_store.events import handle_event
-from memory_store.inject import HARD_CAP, render_block
-from memory_store.models import Memory, MemoryDraft, to_datetime
+from memory_store import open_recall
+from memory_store.core import ranking, tiers
+from memory_store.core.config import Config, CueConfig, InjectConfig
+from memory_store.core.inject import HARD_CAP, render_block
+from memory_store.core.records import Memory, MemoryDraft, to_datetime
+
+
+def warm_recall(recall, *args):
+    """The warm-tier selection for a prompt, as the UserPromptSubmit handler runs it."""
+    return tiers.warm_recall(recall.store, recall.models, *args)
+
+
+def hot_tier(recall, *args, **options):
+    """The hot deque of a project, as SessionStart offers it."""
+    return tiers.hot_tier(recall.store, *args, **options)
+
 
 HOUR = 3600.0
 DAY = 86400.0
@@ -38,7 +49,7 @@ def open_with(home):
     opened = []
 
     def _open(**sections):
-        store = open_store(home, Config.model_validate(sections))
+        store = open_recall(home, Config.model_validate(sections))
         opened.append(store)
         return store
 
@@ -60,14 +71,14 @@ def now():
 def add(store, text, *, project, now, age, session="earlier", kind="exchange", importance=0.4, meta=None):
     draft = MemoryDraft(project=str(project), session_id=session, kind=kind, text=text, created_at=now - age,
                         importance=importance, meta=meta or {})
-    recorded = store.record(f"evt-{uuid.uuid4()}", draft, now - age)
+    recorded = store.store.record(f"evt-{uuid.uuid4()}", draft, now - age)
     assert recorded.created
     return recorded.memory_id
 
 
 def embed(store):
     store.embed_pending()
-    assert store.pending_embeddings() == 0 and store.dense_ready()
+    assert store.store.pending_embeddings() == 0 and store.store.dense_ready(store.models.embedder)
 
 
 def event(store, name, at, **changes):
@@ -75,7 +86,7 @@ def event(store, name, at, **changes):
     if name == "UserPromptSubmit" and "prompt_id" not in changes:
         changes["prompt_id"] = str(uuid.uuid4())
     envelope = {"event_id": f"evt-{uuid.uuid4()}", "received_at": at, "payload": load_payload(name, **changes)}
-    return handle_event(store, envelope)
+    return store.handle_event(envelope)
 
 
 def context(output: dict) -> str:
@@ -106,7 +117,7 @@ def ids(items) -> list[int]:
 def test_hot_tier_is_the_last_five_interactions_newest_last(store, project, now):
     by_age = {h: add(store, f"Exchange from {h} hours ago about step {h} of the migration", project=project,
                      now=now, age=h * HOUR) for h in (1, 2, 3, 4, 5, 6, 25)}
-    hot = tiers.hot_tier(store, str(project), now)
+    hot = hot_tier(store, str(project), now)
     assert hot.maxlen == 5
     assert ids(hot) == [by_age[h] for h in (5, 4, 3, 2, 1)]  # the 6th oldest is dropped, 25 h is out
 
@@ -115,9 +126,9 @@ def test_hot_tier_forgets_interactions_older_than_24_hours(open_with, project, n
     store = open_with()
     recent, edge, old = (add(store, f"Exchange {h} hours old about the cache", project=project, now=now, age=h * HOUR)
                          for h in (2, 23.5, 25))
-    assert ids(tiers.hot_tier(store, str(project), now)) == [edge, recent]
-    assert ids(tiers.hot_tier(open_with(tiers={"hot_window_hours": 26}), str(project), now)) == [old, edge, recent]
-    assert ids(tiers.hot_tier(open_with(tiers={"hot_size": 1}), str(project), now)) == [recent]
+    assert ids(hot_tier(store, str(project), now)) == [edge, recent]
+    assert ids(hot_tier(open_with(tiers={"hot_window_hours": 26}), str(project), now)) == [old, edge, recent]
+    assert ids(hot_tier(open_with(tiers={"hot_size": 1}), str(project), now)) == [recent]
 
 
 def test_startup_offers_earlier_sessions_only_and_compact_reoffers_the_own_session(store, project, now):
@@ -129,15 +140,15 @@ def test_startup_offers_earlier_sessions_only_and_compact_reoffers_the_own_sessi
     output = start(store, project, "current", now)
     assert injected(output) == earlier  # oldest first, without the session's own interaction
     assert "flaky test" not in context(output)
-    assert ids(tiers.hot_tier(store, str(project), now, exclude_session="current")) == earlier
-    assert store.injected_ids("current") == set(earlier)
+    assert ids(hot_tier(store, str(project), now, exclude_session="current")) == earlier
+    assert store.store.injected_ids("current") == set(earlier)
 
     assert start(store, project, "current", now + 60, source="resume") == {}  # nothing new to show
 
     output = start(store, project, "current", now + 120, source="compact")
     assert injected(output) == [*earlier, own]  # the summary replaced them: everything comes back
     assert "re-offered after compaction" in context(output)
-    assert store.injected_ids("current") == {*earlier, own}
+    assert store.store.injected_ids("current") == {*earlier, own}
 
 
 def test_a_prompt_answered_by_an_exchange_is_shown_once(store, project, now):
@@ -148,10 +159,10 @@ def test_a_prompt_answered_by_an_exchange_is_shown_once(store, project, now):
     waiting = "Why does the nightly export job time out?"
     prompt(store, project, "earlier", now - HOUR, waiting, prompt_id="turn-2")  # not answered yet
 
-    hot = tiers.hot_tier(store, str(project), now)
+    hot = hot_tier(store, str(project), now)
     assert [m.kind for m in hot] == ["exchange", "prompt"]
     assert hot[0].meta["prompt"] == asked and hot[1].text == waiting
-    assert store.counts()["by_kind"] == {"prompt": 2, "exchange": 1}  # the answered prompt is still stored
+    assert store.store.counts()["by_kind"] == {"prompt": 2, "exchange": 1}  # the answered prompt is still stored
 
     shown = context(start(store, project, "new-session", now))
     assert shown.count(asked) == 1 and shown.count("rotate_db_creds.sh") == 1 and shown.count(waiting) == 1
@@ -169,10 +180,10 @@ def test_warm_is_one_to_seven_days_and_cold_is_search_only(open_with, project, n
             add(store, ROTATION[3], project=project, now=now, age=30 * DAY)]
     embed(store)
 
-    hits, cues = tiers.warm_recall(store, str(project), "new-session", QUESTION, now)
+    hits, cues = warm_recall(store, str(project), "new-session", QUESTION, now)
     assert cues == ["question"] and sorted(ids(hits)) == sorted(warm)
     assert all(h.similarity >= 0.4 for h in hits)
-    assert not tiers.is_cold(store, now - 7 * DAY + HOUR, now) and tiers.is_cold(store, now - 7 * DAY - HOUR, now)
+    assert not tiers.is_cold(store.store, now - 7 * DAY + HOUR, now) and tiers.is_cold(store.store, now - 7 * DAY - HOUR, now)
 
     found = store.search(QUESTION, project=str(project), touch=False, now=now)
     assert set(cold) <= set(ids(found)) and found[0].id == cold[0]
@@ -182,7 +193,7 @@ def test_warm_is_one_to_seven_days_and_cold_is_search_only(open_with, project, n
     assert ROTATION[2] not in context(output) and ROTATION[3] not in context(output)
 
     wider = open_with(tiers={"warm_top_k": 5, "warm_window_days": 10})  # the window is the config's
-    assert cold[0] in ids(tiers.warm_recall(wider, str(project), "other-session", QUESTION, now)[0])
+    assert cold[0] in ids(warm_recall(wider, str(project), "other-session", QUESTION, now)[0])
 
 
 def test_an_unrelated_best_match_is_not_injected(store, project, now):
@@ -190,22 +201,22 @@ def test_an_unrelated_best_match_is_not_injected(store, project, now):
     embed(store)
     best = store.search(QUESTION, project=str(project), touch=False, now=now)
     assert best[0].id == soup and best[0].similarity < 0.4  # it is the best match ...
-    assert tiers.warm_recall(store, str(project), "s", QUESTION, now) == ([], ["question"])  # ... and not enough
+    assert warm_recall(store, str(project), "s", QUESTION, now) == ([], ["question"])  # ... and not enough
     assert prompt(store, project, "s", now, QUESTION) == {}
-    assert store.injected_ids("s") == set()
+    assert store.store.injected_ids("s") == set()
 
 
 def test_similarity_threshold_follows_the_config(open_with, project, now):
     store = open_with()
     memory = add(store, ROTATION[0], project=project, now=now, age=2 * DAY)
     embed(store)
-    hits, _ = tiers.warm_recall(store, str(project), "s", QUESTION, now)
+    hits, _ = warm_recall(store, str(project), "s", QUESTION, now)
     assert ids(hits) == [memory] and hits[0].similarity == pytest.approx(0.53, abs=0.02)
 
-    assert ids(tiers.warm_recall(open_with(tiers={"warm_min_similarity": 0.5}), str(project), "s", QUESTION, now)[0]) \
+    assert ids(warm_recall(open_with(tiers={"warm_min_similarity": 0.5}), str(project), "s", QUESTION, now)[0]) \
         == [memory]
     strict = open_with(tiers={"warm_min_similarity": 0.6})
-    assert tiers.warm_recall(strict, str(project), "s", QUESTION, now)[0] == []
+    assert warm_recall(strict, str(project), "s", QUESTION, now)[0] == []
     assert prompt(strict, project, "s", now, QUESTION) == {}
 
 
@@ -217,14 +228,14 @@ def test_at_most_top_k_memories_are_injected(open_with, project, now):
     ranked = store.search(QUESTION, limit=8, project=str(project), touch=False, now=now)
     assert len(ranked) == 5 and all(h.similarity >= 0.4 for h in ranked)
 
-    hits, _ = tiers.warm_recall(store, str(project), "a", QUESTION, now)
+    hits, _ = warm_recall(store, str(project), "a", QUESTION, now)
     assert ids(hits) == ids(ranked)[:2]
     assert injected(prompt(store, project, "a", now, QUESTION)) == ids(ranked)[:2]
 
-    assert ids(tiers.warm_recall(open_with(tiers={"warm_top_k": 1}), str(project), "b", QUESTION, now)[0]) \
+    assert ids(warm_recall(open_with(tiers={"warm_top_k": 1}), str(project), "b", QUESTION, now)[0]) \
         == ids(ranked)[:1]
-    assert len(tiers.warm_recall(open_with(tiers={"warm_top_k": 4}), str(project), "b", QUESTION, now)[0]) == 4
-    assert tiers.warm_recall(open_with(tiers={"warm_top_k": 0}), str(project), "b", QUESTION, now) == ([], ["question"])
+    assert len(warm_recall(open_with(tiers={"warm_top_k": 4}), str(project), "b", QUESTION, now)[0]) == 4
+    assert warm_recall(open_with(tiers={"warm_top_k": 0}), str(project), "b", QUESTION, now) == ([], ["question"])
 
 
 LONG_ROTATION = [
@@ -240,14 +251,14 @@ def test_injection_stays_within_the_character_budget(open_with, project, now, bu
     for i, text in enumerate(LONG_ROTATION):
         add(store, text, project=project, now=now, age=(1.5 + i) * DAY)
     embed(store)
-    assert len(tiers.warm_recall(store, str(project), "s", QUESTION, now)[0]) == 5
+    assert len(warm_recall(store, str(project), "s", QUESTION, now)[0]) == 5
 
     output = prompt(store, project, "s", now, QUESTION)
     shown = context(output)
     assert 0 < len(shown) <= budget
     lines = injected(output)
     assert lines and (len(lines) < 5 or budget >= 5 * 600)  # the budget, not the top-k, was the limit
-    assert store.injected_ids("s") == set(lines)  # only what fitted counts as injected
+    assert store.store.injected_ids("s") == set(lines)  # only what fitted counts as injected
 
 
 def test_budget_is_capped_by_validation_and_by_the_hard_cap(now):
@@ -299,26 +310,26 @@ def test_each_cue_triggers_the_search_and_can_be_switched_off(open_with, project
     on = open_with()
     memory = add(on, ROTATION[2], project=project, now=now, age=2 * DAY)
     embed(on)
-    hits, cues = tiers.warm_recall(on, str(project), "s-on", text, now)
+    hits, cues = warm_recall(on, str(project), "s-on", text, now)
     assert cues == [cue] and ids(hits) == [memory]
     assert injected(prompt(on, project, "s-on", now, text)) == [memory]
 
     off = open_with(cues={CUE_SWITCH[cue]: False})
     searched = []
-    original = off.search
-    monkeypatch.setattr(off, "search", lambda *a, **k: searched.append(a) or original(*a, **k))
-    assert tiers.warm_recall(off, str(project), "s-off", text, now) == ([], [])
+    original = tiers.search.search
+    monkeypatch.setattr(tiers.search, "search", lambda *a, **k: searched.append(a) or original(*a, **k))
+    assert warm_recall(off, str(project), "s-off", text, now) == ([], [])
     assert prompt(off, project, "s-off", now + 1, text) == {}
     assert searched == []  # nothing was even searched
-    assert off.injected_ids("s-off") == set()
+    assert off.store.injected_ids("s-off") == set()
 
 
 def test_a_prompt_without_any_cue_searches_nothing(store, project, now, monkeypatch):
     add(store, ROTATION[2], project=project, now=now, age=2 * DAY)
     embed(store)
     searched = []
-    original = store.search
-    monkeypatch.setattr(store, "search", lambda *a, **k: searched.append(a) or original(*a, **k))
+    original = tiers.search.search
+    monkeypatch.setattr(tiers.search, "search", lambda *a, **k: searched.append(a) or original(*a, **k))
     assert ranking.prompt_cues("rotate the API keys", CueConfig()) == []
     assert prompt(store, project, "s", now, "rotate the API keys") == {} and searched == []
 
@@ -327,18 +338,18 @@ def test_a_memory_is_never_injected_twice_into_a_session(store, project, now):
     memory = add(store, ROTATION[2], project=project, now=now, age=2 * DAY)
     embed(store)
     assert memory in injected(prompt(store, project, "a", now, QUESTION))
-    assert memory in store.injected_ids("a")
+    assert memory in store.store.injected_ids("a")
     again = prompt(store, project, "a", now + 60, "what about API key rotation again?")
     assert memory not in injected(again)
-    assert memory not in ids(tiers.warm_recall(store, str(project), "a", "rotate API keys?", now + 120)[0])
+    assert memory not in ids(warm_recall(store, str(project), "a", "rotate API keys?", now + 120)[0])
     assert memory in injected(prompt(store, project, "b", now + 180, "rotate API keys?"))  # another session may
 
 
 def test_memories_of_the_current_session_are_not_injected(store, project, now):
     memory = add(store, ROTATION[2], project=project, now=now, age=2 * DAY, session="current")
     embed(store)
-    assert tiers.warm_recall(store, str(project), "current", QUESTION, now)[0] == []
-    assert ids(tiers.warm_recall(store, str(project), "another", QUESTION, now)[0]) == [memory]
+    assert warm_recall(store, str(project), "current", QUESTION, now)[0] == []
+    assert ids(warm_recall(store, str(project), "another", QUESTION, now)[0]) == [memory]
     assert memory not in injected(prompt(store, project, "current", now, QUESTION))
 
 
@@ -351,15 +362,15 @@ def test_another_projects_memories_are_never_recalled(store, project, other_proj
               age=HOUR)
     embed(store)
 
-    assert tiers.warm_recall(store, str(project), "s", QUESTION, now)[0] == []
-    assert list(tiers.hot_tier(store, str(project), now)) == []
+    assert warm_recall(store, str(project), "s", QUESTION, now)[0] == []
+    assert list(hot_tier(store, str(project), now)) == []
     assert start(store, project, "s", now) == {}
     assert prompt(store, project, "s", now + 1, QUESTION) == {}
     assert not {warm, hot} & set(ids(store.search(QUESTION, project=str(project), touch=False, now=now)))
 
     # the same memories are there for their own project, and for an explicit all-projects search
-    assert warm in ids(tiers.warm_recall(store, str(other_project), "s", QUESTION, now)[0])
-    assert ids(tiers.hot_tier(store, str(other_project), now)) == [hot]
+    assert warm in ids(warm_recall(store, str(other_project), "s", QUESTION, now)[0])
+    assert ids(hot_tier(store, str(other_project), now)) == [hot]
     assert {warm, hot} <= set(ids(store.search(QUESTION, project=None, touch=False, now=now)))
 
 
@@ -375,17 +386,17 @@ def test_access_counts_grow_when_injected_or_searched(store, project, now):
     embed(store)
     assert access_count(store, memory) == 0
 
-    store.mark_injected("s1", [memory], "UserPromptSubmit", now)
+    store.store.mark_injected("s1", [memory], "UserPromptSubmit", now)
     assert access_count(store, memory) == 1
     assert memory in ids(store.search(QUESTION, project=str(project), touch=True, now=now))
     assert access_count(store, memory) == 2
     store.search(QUESTION, project=str(project), touch=False, now=now)
-    tiers.warm_recall(store, str(project), "s2", QUESTION, now)  # looking is not using
+    warm_recall(store, str(project), "s2", QUESTION, now)  # looking is not using
     assert access_count(store, memory) == 2
 
     assert memory in injected(prompt(store, project, "s3", now + 10, QUESTION))  # a hook injection is a use
     assert access_count(store, memory) == 3
-    last = store.conn.execute("SELECT last_accessed FROM memories WHERE id = ?", (memory,)).fetchone()[0]
+    last = store.store.conn.execute("SELECT last_accessed FROM memories WHERE id = ?", (memory,)).fetchone()[0]
     assert last == pytest.approx(now + 10)
 
 
@@ -426,5 +437,5 @@ def test_higher_importance_outranks_an_equal_match(open_with, now):
 
     single = open_with(tiers={"warm_top_k": 1}, ranking={"dedup_similarity": 1.0})
     for project in ("/p/one-first", "/p/two-first"):
-        hits, _ = tiers.warm_recall(single, project, "s", DEPLOY_QUESTION, now)
+        hits, _ = warm_recall(single, project, "s", DEPLOY_QUESTION, now)
         assert ids(hits) == [ids(ranked(project))[0]]

@@ -10,9 +10,10 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from conftest import ROOT, load_payload, wait_for, worker_health
-from memory_store import open_store, transport
-from memory_store.paths import DataPaths
+from conftest import ROOT, load_payload, wait_for, worker_health, stored
+from memory_store import open_recall
+from memory_store.shared import protocol as transport
+from memory_store.shared.paths import DataPaths
 
 
 def prompt_payload(project, text, session="s1", prompt_id="p"):
@@ -49,11 +50,11 @@ def test_concurrent_sessions_share_one_worker(hooks, home, project, other_projec
     wait_for(lambda: worker_health(home))
     time.sleep(1.0)  # give a second spawn, if any, the time to show up
     assert len(worker_pids(home)) == 1
-    store = open_store(home)
+    store = stored(home)
     texts = {h.text for p in (project, other_project) for h in store.search("parallel note caching", limit=50,
                                                                            project=str(p))}
     assert {f"parallel note {i} about caching" for i in range(24)} <= texts
-    assert store.counts()["events"] == 24
+    assert store.store.counts()["events"] == 24
 
 
 def test_a_killed_worker_is_replaced_and_nothing_is_lost(hooks, home, project):
@@ -66,7 +67,7 @@ def test_a_killed_worker_is_replaced_and_nothing_is_lost(hooks, home, project):
     assert result.returncode == 0
     new = wait_for(lambda: worker_health(home))
     assert new and new["pid"] != pid
-    assert open_store(home).search("flag strict crash", project=str(project))
+    assert stored(home).search("flag strict crash", project=str(project))
 
 
 def test_second_worker_for_the_same_dir_exits_at_once(hooks, home, project):
@@ -119,7 +120,7 @@ def test_hooks_fall_back_to_the_spool_when_no_worker_can_start(hooks, home, proj
     hooks.run("SessionStart", load_payload("SessionStart-startup", cwd=str(project)))
     wait_for(lambda: worker_health(home))
     assert wait_for(lambda: not list(DataPaths(home).spool.glob("*.json")))
-    assert open_store(home).search("git status", project=str(project))
+    assert stored(home).search("git status", project=str(project))
 
 
 def test_slow_worker_does_not_hold_up_the_prompt(hooks, home, project):
@@ -137,7 +138,7 @@ def test_slow_worker_does_not_hold_up_the_prompt(hooks, home, project):
     assert result.returncode == 0 and result.stdout == ""
     assert elapsed < 5
     assert list(DataPaths(home).spool.glob("*.json"))
-    assert open_store(home).search("retry policy", project=str(project))
+    assert stored(home).search("retry policy", project=str(project))
 
 
 def test_protocol_version_is_checked(hooks, home, project):
@@ -152,7 +153,7 @@ def test_worker_embeds_new_memories_in_the_background(hooks, home, project):
     health = wait_for(lambda: (h := worker_health(home)) and h["model"] == "ready" and h["pending"] == 0 and h,
                       timeout=60)
     assert health
-    store = open_store(home)
-    assert store.counts()["vectors"] >= 1
+    store = stored(home)
+    assert store.store.counts()["vectors"] >= 1
     hits = store.search("when does the nightly export happen", project=str(project))
     assert hits and hits[0].similarity is not None

@@ -1,0 +1,158 @@
+"""The Python API: one `Recall` per data directory.
+
+    from memory_store import open_recall
+    with open_recall("~/.local/share/recall") as recall:
+        for hit in recall.search("how do we rotate the API keys?", project="/home/me/app"):
+            print(hit.id, hit.score, hit.text)
+
+The CLI, the worker, the demo and the benchmarks are shells over this class: they parse,
+call one method, and render. It composes the core: `store` (all SQL), `models` (embedder and
+reranker, loaded on first use), search, capture routing and the background jobs. Opening it
+does nothing but open the database: events spooled while no worker ran are ingested when a
+caller asks (`ingest_spool`), never behind its back.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from datetime import datetime, timezone
+
+from .core import doctor, jobs, router
+from .core.config import Config, load_config
+from .core.embed import Models
+from .core.records import Hit, Memory
+from .core.search import search as run_search
+from .core.stats import hook_latency
+from .core.store import Store
+from .shared.files import ensure_private_dir
+from .shared.logs import JsonLog
+from .shared.paths import DataPaths
+from .shared import worker_client
+
+
+class Recall:
+    def __init__(self, paths: DataPaths, config: Config, *, load_models: bool = True):
+        self.paths = paths
+        self.config = config
+        self.log = JsonLog(paths.log_file, "api")
+        self.store = Store(paths, config)
+        self.models = Models(config, paths.home / "models", self.log, allow_load=load_models)
+        self._spool_lock = threading.Lock()
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> "Recall":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # --- capture ---------------------------------------------------------------------------------
+
+    def handle_event(self, envelope: dict, *, respond: bool = True) -> dict:
+        """Store one hook event and return what the hook prints (see core.router)."""
+        return router.handle_event(self.store, self.models, envelope, respond=respond)
+
+    def ingest_spool(self) -> int:
+        """Store the events spooled while no worker could take them; returns how many."""
+        with self._spool_lock:
+            return router.ingest_spool(self.store, self.models)
+
+    def import_transcripts(self, paths, progress=None):
+        """`recall import`: Claude Code transcripts into the store (see core.transcripts)."""
+        from .core.transcripts import import_paths
+
+        return import_paths(self.store, paths, progress=progress)
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    def search(self, query: str, limit: int = 10, project: str | None = None, **options) -> list[Hit]:
+        """Best memories for `query` (see core.search.search for the options)."""
+        return run_search(self.store, self.models, query, limit, project, **options)
+
+    def get(self, ids: list[int]) -> list[Memory]:
+        return self.store.get(ids)
+
+    def timeline(self, memory_id: int, before: int = 5, after: int = 5) -> list[Memory]:
+        return self.store.timeline(memory_id, before, after)
+
+    # --- maintenance -----------------------------------------------------------------------------
+
+    def embed_pending(self, progress=None, batch: int | None = None, max_batches: int | None = None) -> int:
+        """Embed queued memories in this process; returns how many were embedded."""
+        return jobs.embed_pending(self.store, self.models.embedder, batch, max_batches, progress)
+
+    def embed_backlog(self, progress=None, poll: float = 0.5) -> int:
+        """Embed what is queued: through the worker if one runs with its model loaded (it is already
+        in memory there), else here. `progress(n)` is called as memories get embedded."""
+        total = self.store.pending_embeddings()
+        if total == 0:
+            return 0
+        if not worker_client.drain(self.paths):
+            return self.embed_pending(progress=progress)
+        remaining = total
+        while remaining > 0:
+            time.sleep(poll)
+            now_pending = self.store.pending_embeddings()
+            if progress:
+                progress(max(0, remaining - now_pending))
+            remaining = now_pending
+        return total
+
+    def reindex(self, progress=None) -> int:
+        """Re-embed every memory with the configured model (the worker, holding the old one, is stopped)."""
+        embedder = self.models.embedder
+        if embedder is None or not self.store.vectors:
+            raise RuntimeError(self.store.vector_error or self.models.embedder_error or "no embedding model")
+        worker_client.stop_worker(self.paths)
+        return jobs.reindex(self.store, embedder, progress)
+
+    def forget(self, memory_ids: list[int]) -> int:
+        return self.store.forget(memory_ids)
+
+    def diagnose(self) -> list[doctor.Check]:
+        return doctor.diagnose(self.store, self.models, worker_client.health(self.paths))
+
+    def repair(self) -> list[str]:
+        return jobs.repair(self.store)
+
+    def stats(self) -> dict:
+        """Counts, sizes, the data dir and hook latency percentiles from real use."""
+        data = self.store.counts()
+        data["db_bytes"] = self.store.db_bytes()
+        data["home"] = str(self.paths.home)
+        data["hook_latency_ms"] = hook_latency(self.paths.log_file)
+        for key in ("oldest", "newest"):
+            if data[key]:
+                data[key] = datetime.fromtimestamp(data[key], tz=timezone.utc).isoformat()
+        return data
+
+
+def open_recall(home: str | os.PathLike | None = None, config: Config | None = None, *,
+                load_models: bool = True) -> Recall:
+    """Open (creating and migrating if needed) the memory in `home` (default: see
+    shared.paths.resolve_home). `load_models=False` keeps it lexical (no embedding model)."""
+    paths = DataPaths(home)
+    ensure_private_dir(paths.home)
+    return Recall(paths, config or load_config(paths.config), load_models=load_models)
+
+
+def search_anywhere(home: str | os.PathLike | None, query: str, limit: int = 10,
+                    project: str | None = None) -> list[Hit]:
+    """Search through the running worker (it holds the model: fast) or, without one, in this
+    process after ingesting the spool and embedding a small backlog, so the answer is complete."""
+    paths = DataPaths(home)
+    hits = worker_client.search(paths, query, limit, project)
+    if hits is not None:
+        return [Hit.model_validate(hit) for hit in hits]
+    with open_recall(paths.home) as recall:
+        recall.ingest_spool()
+        if 0 < recall.store.pending_embeddings() <= IN_PROCESS_EMBED_LIMIT:
+            recall.embed_pending()
+        return recall.search(query, limit=limit, project=project)
+
+
+IN_PROCESS_EMBED_LIMIT = 500  # without a worker, a search embeds a backlog up to this size first

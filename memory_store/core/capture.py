@@ -1,0 +1,267 @@
+"""From a Claude Code event to the memories worth keeping.
+
+Pure functions: no database, no clock. Every text goes through `finish()` on its way
+out: `<private>` spans dropped, secrets redacted, recall's own injection markers
+neutralised (so recalled text fed back to Claude can never be re-captured as a new
+memory or pose as a recall block), whitespace tidied and the length capped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+from ..shared.redact import clean, is_env_file, mentions_env_file, redact_env_values
+from ..shared.text import cap, cap_middle
+from .config import CaptureConfig
+from .hook_events import PostToolUse, PostToolUseFailure
+from .records import MemoryDraft
+
+INJECTION_TAG = "recall-memory"  # the element recall wraps recalled memories in (see inject.py)
+_TAG_LOOKALIKE = re.compile(r"<(/?)\s*recall-memor(y|ies)\b", re.IGNORECASE)
+_WHITESPACE_RUNS = re.compile(r"[ \t\r\f\v]+")
+_BLANK_LINES = re.compile(r"\n{3,}")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+# Our own command and CLI: capturing their output would store recalled text again.
+RECALL_COMMAND_PREFIX = "/recall:"
+_RECALL_CLI = re.compile(r"(?:^|[;&|(\s/])recall(?:\s|$)|memory_store\.(?:shells\.)?cli")
+
+_DECISION = re.compile(
+    r"\b(decid\w*|we(?:'ll| will) use|switch(?:ed)? to|instead of|chose|going with|always|never|must|"
+    r"remember|important|convention|policy|rule|prefer\w*|from now on)\b",
+    re.IGNORECASE,
+)
+_CORRECTION = re.compile(
+    r"(^\s*(no|nope|wrong|actually|not quite)\b|that's (not|wrong)|\bdon't\b|\bdo not\b|\bstop\b|\binstead\b)",
+    re.IGNORECASE,
+)
+_TROUBLE = re.compile(r"\b(error|exception|traceback|fail\w*|bug|fix\w*|broken|crash\w*|regression)\b", re.IGNORECASE)
+
+PROMPT_PREVIEW_CHARS = 300  # the question shown with an exchange
+BASE_IMPORTANCE = {"error": 0.6, "exchange": 0.4, "response": 0.35, "prompt": 0.35, "tool": 0.2, "note": 0.5}
+
+
+def neutralize(text: str) -> str:
+    """Defang anything that looks like recall's injection block."""
+    return _TAG_LOOKALIKE.sub(lambda m: f"‹{m.group(1)}{INJECTION_TAG}", text)
+
+
+def tidy(text: str) -> str:
+    text = _WHITESPACE_RUNS.sub(" ", text.replace("\x00", ""))
+    return _BLANK_LINES.sub("\n\n", text).strip()
+
+
+def finish(text: str, limit: int) -> str:
+    """The last step for every captured string."""
+    return cap(tidy(neutralize(clean(text))), limit)
+
+
+def importance(kind: str, text: str) -> float:
+    """A 0–1 guess at how much a memory matters: decisions, corrections and errors rank high."""
+    score = BASE_IMPORTANCE.get(kind, 0.3)
+    if _DECISION.search(text):
+        score += 0.25
+    if kind in ("prompt", "exchange") and _CORRECTION.search(text):
+        score += 0.2
+    if _TROUBLE.search(text):
+        score += 0.15
+    return round(min(1.0, score), 3)
+
+
+_CODE_OR_PATH = re.compile(r"[`/\\]|\w+\.\w{1,4}\b|--\w")
+
+
+def _salience(sentence: str) -> int:
+    return 3 * bool(_DECISION.search(sentence)) + 2 * bool(_CODE_OR_PATH.search(sentence)) + bool(
+        re.search(r"\d", sentence))
+
+
+def extractive_summary(text: str, limit: int) -> str:
+    """Shorten an answer without a model: the two opening sentences, then the most salient ones
+    (decisions, then code and paths, then numbers), shown in their original order."""
+    text = tidy(text)
+    if len(text) <= limit:
+        return text
+    sentences = [s for s in _SENTENCE_END.split(text) if s.strip()]
+    ranked = list(range(min(2, len(sentences)))) + sorted(
+        range(2, len(sentences)), key=lambda i: (-_salience(sentences[i]), i))
+    keep: list[int] = []
+    used = 0
+    for i in ranked:
+        if used + len(sentences[i]) + 1 <= limit:
+            keep.append(i)
+            used += len(sentences[i]) + 1
+    if not keep:
+        return cap(text, limit)
+    return " ".join(sentences[i] for i in sorted(keep))
+
+
+def relative(path: str, cwd: str) -> str:
+    try:
+        rel = os.path.relpath(path, cwd)
+    except ValueError:  # another drive on Windows
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def _as_text(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):  # MCP-style content blocks
+        parts = [item.get("text", "") if isinstance(item, dict) else str(item) for item in value]
+        return "\n".join(p for p in parts if p)
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _tool_files(tool_input, tool_response) -> list[str]:
+    files = []
+    for source in (tool_input, tool_response):
+        if isinstance(source, dict):
+            for key in ("file_path", "filePath", "notebook_path", "path"):
+                value = source.get(key)
+                if isinstance(value, str) and value and value not in files:
+                    files.append(value)
+            inner = source.get("file")
+            if isinstance(inner, dict) and isinstance(inner.get("filePath"), str):
+                if inner["filePath"] not in files:
+                    files.append(inner["filePath"])
+    return files
+
+
+def _compact_input(tool_input, limit: int) -> str:
+    if isinstance(tool_input, dict):
+        if isinstance(tool_input.get("command"), str):
+            return cap(tool_input["command"], limit)
+        parts = []
+        for key, value in tool_input.items():
+            if key in ("content", "old_string", "new_string", "description"):
+                continue
+            parts.append(f"{key}={_as_text(value)}")
+        return cap(" ".join(parts), limit)
+    return cap(_as_text(tool_input), limit)
+
+
+def is_recall_invocation(command: str) -> bool:
+    """A shell command that runs recall's own CLI (its output is recalled memory)."""
+    return bool(_RECALL_CLI.search(command or ""))
+
+
+def _render_tool(event: PostToolUse, cfg: CaptureConfig) -> str | None:
+    name, tool_input, response = event.tool_name, event.tool_input, event.tool_response
+    cwd = event.cwd
+    inputs = tool_input if isinstance(tool_input, dict) else {}
+    files = _tool_files(tool_input, response)
+    shown = relative(files[0], cwd) if files else ""
+    env_file = any(is_env_file(f) for f in files)
+    out_limit = cfg.max_tool_output_chars
+
+    def body(text: str) -> str:
+        text = redact_env_values(text) if env_file else text
+        return cap_middle(tidy(text), out_limit)
+
+    if name == "Bash":
+        command = inputs.get("command") if isinstance(inputs.get("command"), str) else _as_text(tool_input)
+        if is_recall_invocation(command):
+            return None
+        output = ""
+        if isinstance(response, dict):
+            output = "\n".join(_as_text(response.get(k)) for k in ("stdout", "stderr") if response.get(k))
+        else:
+            output = _as_text(response)
+        if mentions_env_file(command):
+            output = redact_env_values(output)
+        rendered = f"Bash `{cap(command, cfg.max_tool_input_chars)}`"
+        return rendered + (f" → {cap_middle(tidy(output), out_limit)}" if output.strip() else "")
+    if name == "Edit" or name == "MultiEdit":
+        edits = inputs.get("edits") if isinstance(inputs.get("edits"), list) else [inputs]
+        changes = []
+        for edit in edits:
+            if isinstance(edit, dict):
+                old, new = _as_text(edit.get("old_string")), _as_text(edit.get("new_string"))
+                changes.append(f"`{body(old)}` → `{body(new)}`")
+        return f"Edit {shown}: " + "; ".join(changes)
+    if name == "Write":
+        content = _as_text(inputs.get("content"))
+        action = response.get("type") if isinstance(response, dict) and response.get("type") else "write"
+        lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+        return f"Write {shown} ({action}, {lines} lines): {body(content)}"
+    if name == "Read":
+        file_info = response.get("file") if isinstance(response, dict) else None
+        content = _as_text(file_info.get("content")) if isinstance(file_info, dict) else ""
+        lines = file_info.get("numLines") if isinstance(file_info, dict) else None
+        head = f"Read {shown}" + (f" ({lines} lines)" if lines else "")
+        return head + (f": {body(content)}" if content.strip() else "")
+    compact = _compact_input(tool_input, cfg.max_tool_input_chars)
+    output = _as_text(response)
+    return f"{name} {compact}".strip() + (f" → {body(output)}" if output.strip() else "")
+
+
+def tool_observation(event: PostToolUse, cfg: CaptureConfig, project: str, at: float, home: str = "") -> MemoryDraft | None:
+    """A PostToolUse event as a compact observation: tool, input, trimmed output, files touched."""
+    if event.tool_name in cfg.skip_tools:
+        return None
+    files = _tool_files(event.tool_input, event.tool_response)
+    if home and any(os.path.abspath(f).startswith(home.rstrip(os.sep) + os.sep) for f in files):
+        return None  # recall's own files (database, logs) are not memories
+    rendered = _render_tool(event, cfg)
+    if not rendered:
+        return None
+    text = finish(rendered, cfg.max_tool_input_chars + cfg.max_tool_output_chars + 200)
+    meta = {"tool": event.tool_name, "files": [clean(f) for f in files]}
+    if event.tool_use_id:
+        meta["tool_use_id"] = event.tool_use_id
+    return MemoryDraft(project=project, session_id=event.session_id, kind="tool", text=text, created_at=at,
+                       importance=importance("tool", text) + (0.1 if event.tool_name in ("Edit", "Write") else 0),
+                       meta=meta)
+
+
+def tool_failure(event: PostToolUseFailure, cfg: CaptureConfig, project: str, at: float) -> MemoryDraft | None:
+    """A failed tool call: the command and its error (prime material: errors and their fixes)."""
+    if event.tool_name in cfg.skip_tools:
+        return None
+    inputs = event.tool_input if isinstance(event.tool_input, dict) else {}
+    command = inputs.get("command") if isinstance(inputs.get("command"), str) else ""
+    if command and is_recall_invocation(command):
+        return None
+    what = f"`{cap(command, cfg.max_tool_input_chars)}`" if command else _compact_input(event.tool_input, cfg.max_tool_input_chars)
+    verb = "interrupted" if event.is_interrupt else "failed"
+    error = redact_env_values(event.error) if mentions_env_file(command) else event.error
+    text = finish(f"{event.tool_name} {verb}: {what} — {cap_middle(tidy(error), cfg.max_error_chars)}",
+                  cfg.max_error_chars + cfg.max_tool_input_chars + 50)
+    files = _tool_files(event.tool_input, None)
+    meta = {"tool": event.tool_name, "files": [clean(f) for f in files]}
+    if event.tool_use_id:
+        meta["tool_use_id"] = event.tool_use_id
+    return MemoryDraft(project=project, session_id=event.session_id, kind="error", text=text, created_at=at,
+                       importance=importance("error", text), meta=meta)
+
+
+def prompt_memory(prompt: str, cfg: CaptureConfig, project: str, session_id: str, at: float,
+                  meta: dict | None = None) -> MemoryDraft | None:
+    """A user prompt, unless it is empty, private or one of recall's own commands."""
+    if prompt.lstrip().startswith(RECALL_COMMAND_PREFIX):
+        return None
+    text = finish(prompt, cfg.max_prompt_chars)
+    if not text or text == "[private]":
+        return None
+    return MemoryDraft(project=project, session_id=session_id, kind="prompt", text=text, created_at=at,
+                       importance=importance("prompt", text), meta=dict(meta or {}))
+
+
+def exchange_memory(prompt: str | None, answer: str, cfg: CaptureConfig, project: str, session_id: str,
+                    at: float, meta: dict | None = None) -> MemoryDraft | None:
+    """The extractive summary of one exchange, made at Stop: the gist of the final answer. Its
+    prompt is a memory of its own (and this one's indexed context); `meta["prompt"]` keeps a
+    short copy so the exchange can be shown as question and answer."""
+    text = finish(extractive_summary(clean(answer or ""), cfg.max_answer_chars), cfg.max_answer_chars)
+    if not text:
+        return None
+    meta = dict(meta or {})
+    if prompt:
+        meta["prompt"] = finish(prompt, PROMPT_PREVIEW_CHARS)
+    return MemoryDraft(project=project, session_id=session_id, kind="exchange", text=text, created_at=at,
+                       importance=importance("exchange", f"{prompt or ''} {text}"), meta=meta)

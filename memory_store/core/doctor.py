@@ -1,0 +1,108 @@
+"""`recall doctor`: is everything in order, and if not, why and what to do.
+
+Each check returns a `Check` (name, ok, detail, hint). Repairs live in jobs.repair.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from dataclasses import asdict, dataclass
+
+from ..version import __version__
+from ..shared import spool
+from . import db
+from .store import Store
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    hint: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _mode(path) -> int | None:
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return None
+
+
+def check_environment(store: Store, models) -> list[Check]:
+    import apsw
+
+    checks = [Check("python", sys.version_info >= (3, 10), f"{sys.version.split()[0]} at {sys.executable}",
+                    "recall needs Python 3.10+"),
+              Check("sqlite", True, f"apsw {apsw.apsw_version()}, SQLite {apsw.sqlite_lib_version()}")]
+    if store.vector_error:
+        checks.append(Check("sqlite-vec", False, store.vector_error,
+                            "semantic search is off; lexical search still works. `pip install sqlite-vec`"))
+    else:
+        checks.append(Check("sqlite-vec", True, f"vec0 {store.vec_version()} loaded"))
+    embedder = models.embedder
+    if embedder is None:
+        checks.append(Check("embedding model", False, models.embedder_error or "not loaded",
+                            "semantic search is off; lexical search still works"))
+    else:
+        checks.append(Check("embedding model", True, f"{embedder.name} ({embedder.dim} dimensions), loaded offline"))
+    return checks
+
+
+def check_files(store: Store) -> list[Check]:
+    paths = store.paths
+    home_mode = _mode(paths.home)
+    checks = [Check("data dir", home_mode is not None and home_mode & 0o077 == 0,
+                    f"{paths.home} (mode {oct(home_mode) if home_mode is not None else 'missing'})",
+                    "chmod 700 the data dir")]
+    loose = [p.name for p in (paths.db, paths.log_file) if (_mode(p) or 0) & 0o077]
+    checks.append(Check("file permissions", not loose, "database and logs are private" if not loose
+                        else f"readable by others: {', '.join(loose)}", "chmod 600 them"))
+    waiting = spool.pending(paths.spool)
+    bad = list(paths.spool.glob("*.bad")) if paths.spool.is_dir() else []
+    detail = f"{len(waiting)} event(s) waiting for the worker"
+    if bad:
+        detail += f", {len(bad)} unreadable file(s) kept aside (*.bad)"
+    checks.append(Check("spool", not bad, detail, "inspect the *.bad files in the spool dir" if bad else ""))
+    return checks
+
+
+def check_database(store: Store) -> list[Check]:
+    problems = store.integrity_problems()
+    version = store.schema_version()
+    checks = [Check("integrity", not problems, "; ".join(problems[:5]) or "ok",
+                    "restore from a backup or run `recall doctor --repair` for derived indexes"),
+              Check("schema", version == len(db.MIGRATIONS), f"version {version} of {len(db.MIGRATIONS)}")]
+    fts = store.fts_problem()
+    checks.append(Check("fts index", fts is None, "full-text index matches the memories" if fts is None
+                        else f"full-text index out of step: {fts}", "recall doctor --repair"))
+    vectors = store.vector_consistency()
+    if vectors is not None:
+        orphans, missing = vectors["orphans"], vectors["missing"]
+        detail = (f"{vectors['vectors']} vectors ({vectors['model']}), {vectors['queued']} queued"
+                  + (f", {len(orphans)} orphaned" if orphans else "")
+                  + (f", {len(missing)} memories neither embedded nor queued" if missing else ""))
+        checks.append(Check("vector index", not orphans and not missing, detail, "recall doctor --repair"))
+        configured = store.config.embedding.model
+        checks.append(Check("vector model", vectors["model"] == configured,
+                            f"index holds {vectors['model']}; configured {configured}",
+                            "run `recall reindex` to re-embed with the configured model"))
+    return checks
+
+
+def check_worker(health: dict | None, reason: str = "") -> list[Check]:
+    if health is None:
+        return [Check("worker", True, f"not running ({reason or 'no answer'}); hooks start it on demand")]
+    detail = (f"pid {health.get('pid')}, version {health.get('version')}, model {health.get('model')}, "
+              f"{health.get('pending')} waiting for embeddings")
+    return [Check("worker", health.get("version") == __version__, detail,
+                  "an old worker will hand over to this version on the next hook")]
+
+
+def diagnose(store: Store, models, worker_health: dict | None) -> list[Check]:
+    return check_environment(store, models) + check_files(store) + check_database(store) + check_worker(worker_health)

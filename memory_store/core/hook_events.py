@@ -1,0 +1,70 @@
+"""Claude Code hook payloads, typed.
+
+The models accept unknown keys (Claude Code adds fields often) but insist on the types of
+the fields recall reads; a payload that fails validation is logged and dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+class HookPayload(BaseModel):
+    """Fields common to every hook event."""
+
+    model_config = ConfigDict(extra="allow")
+
+    session_id: str = Field(min_length=1, max_length=200)
+    cwd: str = Field(min_length=1, max_length=4096)
+    transcript_path: str | None = None
+    prompt_id: str | None = None
+
+
+class SessionStart(HookPayload):
+    hook_event_name: Literal["SessionStart"]
+    source: str = "startup"
+
+
+class UserPromptSubmit(HookPayload):
+    hook_event_name: Literal["UserPromptSubmit"]
+    prompt: str
+
+
+class PostToolUse(HookPayload):
+    hook_event_name: Literal["PostToolUse"]
+    tool_name: str
+    tool_input: Any = None
+    tool_response: Any = None
+    tool_use_id: str | None = None
+
+
+class PostToolUseFailure(HookPayload):
+    hook_event_name: Literal["PostToolUseFailure"]
+    tool_name: str
+    tool_input: Any = None
+    error: str = ""
+    is_interrupt: bool = False
+    tool_use_id: str | None = None
+
+
+class Stop(HookPayload):
+    hook_event_name: Literal["Stop"]
+    last_assistant_message: str | None = None
+    stop_hook_active: bool = False
+
+
+class SessionEnd(HookPayload):
+    hook_event_name: Literal["SessionEnd"]
+    reason: str = "other"
+
+
+HookEvent = SessionStart | UserPromptSubmit | PostToolUse | PostToolUseFailure | Stop | SessionEnd
+HANDLED_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd")
+_EVENT_ADAPTER = TypeAdapter(HookEvent)
+
+
+def parse_event(payload: dict) -> HookEvent:
+    """Validate a raw hook payload (raises pydantic.ValidationError)."""
+    return _EVENT_ADAPTER.validate_python(payload)

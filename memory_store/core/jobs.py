@@ -1,0 +1,82 @@
+"""Background work on the store: embedding what is queued (and superseding near-duplicates as
+their vectors arrive), re-embedding everything with another model, repairing derived indexes.
+
+The worker runs `embed_pending` in the gaps between hooks; the CLI runs it after an import
+when no worker is there. The model runs outside the store's lock, so searches and captures
+are not held up by a long backfill.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+
+from .store import Store
+
+DEDUP_WINDOW_SECONDS = 30 * 86400  # near-duplicates are looked for this far back
+_DIGITS = re.compile(r"\d+")
+
+
+def embed_pending(store: Store, embedder, batch: int | None = None, max_batches: int | None = None,
+                  progress=None) -> int:
+    """Embed queued memories in batches; returns how many were embedded."""
+    if not embedder or not store.vectors:
+        return 0
+    store.ensure_vector_index(embedder.name, embedder.dim)
+    if not store.vectors.matches(embedder.name, embedder.dim):
+        return 0  # another model's index: `recall reindex` decides, never a silent mix
+    batch = batch or store.config.worker.embed_batch
+    done = batches = 0
+    while max_batches is None or batches < max_batches:
+        rows = store.embedding_batch(batch)
+        if not rows:
+            break
+        vectors = embedder.embed([text for _, _, _, text in rows])
+        store.save_embeddings([(i, project, at, v) for (i, project, at, _), v in zip(rows, vectors)],
+                              [r[0] for r in rows], supersede=lambda added: supersede_near_duplicates(store, added))
+        done += len(rows)
+        batches += 1
+        if progress:
+            progress(len(rows))
+    return done
+
+
+def supersede_near_duplicates(store: Store, added: list[tuple[int, str, float, bytes]]) -> None:
+    """A recent memory nearly identical (cosine >= ranking.dedup_similarity) to an older one of the
+    same kind in the same project, from the month before it, supersedes that one: the newest
+    wording of a repeated command, prompt or result is the one searched. The old one stays
+    readable. (Each check is a vector search, so only memories of the last month are checked.)
+    Runs inside `save_embeddings`' transaction."""
+    threshold = store.config.ranking.dedup_similarity
+    if threshold >= 1:
+        return
+    recent = time.time() - DEDUP_WINDOW_SECONDS
+    for memory_id, project, created_at, vector in added:
+        if created_at < recent:
+            continue  # imported history: exact duplicates are merged at capture, that is enough
+        kind, text = store.kind_and_text(memory_id)
+        near = store.vectors.nearest(vector, 4, project, created_at - DEDUP_WINDOW_SECONDS, created_at)
+        candidates = [i for i, similarity in near.items() if i < memory_id and similarity >= threshold]
+        # Numbers are where near-identical sentences differ in fact ("port 8080" / "port 8443",
+        # "note 1" / "note 2"): embeddings barely see them, so such pairs are both kept.
+        numbers = _DIGITS.findall(text)
+        older = [i for i in candidates if _DIGITS.findall((store.kind_and_text(i) or ("", ""))[1]) == numbers]
+        store.supersede(older, memory_id, kind)
+
+
+def reindex(store: Store, embedder, progress=None) -> int:
+    """Drop the vector index and re-embed every memory with `embedder`."""
+    store.reset_vector_index(embedder.name, embedder.dim)
+    return embed_pending(store, embedder, progress=progress)
+
+
+def repair(store: Store) -> list[str]:
+    """Rebuild derived data and reset file permissions; returns what was done (never deletes a memory)."""
+    done = store.rebuild_derived()
+    for path in (store.paths.db, store.paths.log_file):
+        if path.exists():
+            os.chmod(path, 0o600)
+    os.chmod(store.paths.home, 0o700)
+    done.append("reset file permissions")
+    return done

@@ -1,0 +1,59 @@
+"""Memories as recall stores and returns them: a draft before it has an id, a stored memory, a
+search hit."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+MemoryKind = Literal["prompt", "exchange", "response", "tool", "error", "note"]
+
+
+class MemoryDraft(BaseModel):
+    """A memory about to be stored (before it has an id)."""
+
+    project: str
+    session_id: str = ""
+    kind: MemoryKind
+    text: str
+    created_at: float  # unix seconds, UTC
+    importance: float = Field(0.3, ge=0, le=1)
+    meta: dict[str, Any] = Field(default_factory=dict)
+    supersedes: list[int] = Field(default_factory=list)
+
+
+def to_datetime(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, tz=timezone.utc)
+
+
+class Memory(BaseModel):
+    """A stored memory, as `recall show` and the API return it."""
+
+    id: int
+    text: str
+    created_at: datetime
+    session_id: str
+    project: str
+    kind: str
+    importance: float
+    seen_count: int
+    access_count: int
+    superseded_by: int | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class Hit(BaseModel):
+    """One search result. `score` is comparable within one result list only; `similarity` is the
+    cosine similarity to the query when the dense retriever found it."""
+
+    id: int
+    text: str
+    score: float
+    created_at: datetime
+    session_id: str
+    project: str
+    kind: str
+    similarity: float | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)

@@ -1,0 +1,174 @@
+"""Routing: one hook event in, memories stored, maybe context out.
+
+`handle_event` is what the worker runs for every hook request and what spool ingestion
+replays (with `respond=False`: nobody waits for context any more). Each event name has one
+handler in HANDLERS. It is idempotent by event id, so a retried or re-ingested event
+changes nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from ..shared import spool
+from . import capture, inject, tiers
+from .hook_events import (HANDLED_EVENTS, PostToolUse, PostToolUseFailure, SessionEnd, SessionStart, Stop,
+                          UserPromptSubmit, parse_event)
+from .projects import project_for
+from .store import Store
+
+
+class BadEvent(ValueError):
+    """The payload is not a usable hook event (logged, then dropped)."""
+
+
+@dataclass
+class Context:
+    """One event on its way through a handler."""
+
+    store: Store
+    models: object  # embed.Models: the warm tier searches with its embedder
+    event_id: str
+    at: float  # when the hook received it (unix seconds)
+    project: str
+    respond: bool  # someone waits for the hook's output (False when replaying the spool)
+
+
+def on_session_start(ctx: Context, event: SessionStart) -> dict:
+    ctx.store.open_session(event.session_id, ctx.project, ctx.at, event.transcript_path)
+    ctx.store.record(ctx.event_id, None, ctx.at)
+    return session_brief(ctx.store, event, ctx.project, ctx.at) if ctx.respond else {}
+
+
+def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
+    store = ctx.store
+    meta = {"prompt_id": event.prompt_id} if event.prompt_id else {}
+    draft = capture.prompt_memory(event.prompt, store.config.capture, ctx.project, event.session_id, ctx.at, meta)
+    recorded = store.record(ctx.event_id, draft, ctx.at)
+    if draft is None and event.prompt_id:  # a recall command or a private prompt: its answer is not kept either
+        store.record(skipped_turn_id(event.session_id, event.prompt_id), None, ctx.at)
+    if not ctx.respond or event.prompt.lstrip().startswith(capture.RECALL_COMMAND_PREFIX):
+        return {}
+    hits, _cues = tiers.warm_recall(store, ctx.models, ctx.project, event.session_id, event.prompt, ctx.at)
+    hits = [h for h in hits if h.id != recorded.memory_id]
+    text, ids = inject.render_block(hits, "Possibly relevant memories:", store.config.inject.budget_chars,
+                                    store.config.inject.max_item_chars, ctx.at)
+    store.mark_injected(event.session_id, ids, "UserPromptSubmit", ctx.at)
+    return inject.hook_output("UserPromptSubmit", text)
+
+
+def on_tool(ctx: Context, event: PostToolUse) -> dict:
+    draft = capture.tool_observation(event, ctx.store.config.capture, ctx.project, ctx.at,
+                                     str(ctx.store.paths.home))
+    ctx.store.record(ctx.event_id, draft, ctx.at)
+    return {}
+
+
+def on_tool_failure(ctx: Context, event: PostToolUseFailure) -> dict:
+    ctx.store.record(ctx.event_id, capture.tool_failure(event, ctx.store.config.capture, ctx.project, ctx.at), ctx.at)
+    return {}
+
+
+def on_stop(ctx: Context, event: Stop) -> dict:
+    store = ctx.store
+    if event.prompt_id and store.has_event(skipped_turn_id(event.session_id, event.prompt_id)):
+        store.record(ctx.event_id, None, ctx.at)
+        return {}
+    prompt = store.turn_prompt(event.session_id, event.prompt_id)
+    meta = {"prompt_id": event.prompt_id} if event.prompt_id else {}
+    draft = capture.exchange_memory(prompt.text if prompt else None, event.last_assistant_message or "",
+                                    store.config.capture, ctx.project, event.session_id, ctx.at, meta)
+    store.record(ctx.event_id, draft, ctx.at)
+    return {}  # additionalContext at Stop would start another model turn
+
+
+def on_session_end(ctx: Context, event: SessionEnd) -> dict:
+    ctx.store.close_session(event.session_id, ctx.project, ctx.at, event.reason)
+    ctx.store.record(ctx.event_id, None, ctx.at)
+    return {}
+
+
+HANDLERS = {
+    "SessionStart": on_session_start,
+    "UserPromptSubmit": on_prompt,
+    "PostToolUse": on_tool,
+    "PostToolUseFailure": on_tool_failure,
+    "Stop": on_stop,
+    "SessionEnd": on_session_end,
+}
+assert set(HANDLERS) == set(HANDLED_EVENTS)
+
+
+def handle_event(store: Store, models, envelope: dict, *, respond: bool = True) -> dict:
+    """Store what an event carries; return the hook's JSON output ({} for none).
+
+    envelope: {"event_id": str, "received_at": float, "payload": {...hook stdin...}}
+    """
+    payload = envelope.get("payload")
+    event_id = envelope.get("event_id")
+    if not isinstance(payload, dict) or not isinstance(event_id, str) or not event_id:
+        raise BadEvent("envelope needs an event_id and a payload object")
+    handler = HANDLERS.get(payload.get("hook_event_name"))
+    if handler is None:  # an event recall does not handle: remembered as seen, nothing else
+        store.record(event_id, None)
+        return {}
+    try:
+        event = parse_event(payload)
+    except ValidationError as exc:
+        raise BadEvent(f"{payload.get('hook_event_name')} payload rejected: {exc.error_count()} error(s): "
+                       + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])) from exc
+    received_at = envelope.get("received_at")
+    at = float(received_at) if isinstance(received_at, (int, float)) and received_at > 0 else time.time()
+    if store.has_event(event_id):
+        return {}
+    return handler(Context(store, models, event_id, at, project_for(event.cwd), respond), event)
+
+
+def ingest_spool(store: Store, models) -> int:
+    """Store every spooled event (oldest first), deleting each file once its event is committed.
+    Safe to run from several processes at once: event ids make a second ingest a no-op."""
+    folder = store.paths.spool
+    done = 0
+    for path in spool.pending(folder):
+        envelope = spool.read(path)
+        if envelope is None:
+            continue
+        try:
+            handle_event(store, models, envelope, respond=False)
+        except BadEvent as exc:
+            store.log.error("spool_event_rejected", file=path.name, error=str(exc))
+            spool.quarantine(path)
+            continue
+        spool.remove(path)
+        done += 1
+    if done:
+        spool.sweep_stale_tmp(folder)
+        store.log.info("spool_ingested", events=done)
+    return done
+
+
+def skipped_turn_id(session_id: str, prompt_id: str) -> str:
+    """Ledger key marking a turn whose prompt recall did not keep (so its answer is not kept either)."""
+    return f"skipped-turn:{session_id}:{prompt_id}"
+
+
+def session_brief(store: Store, event: SessionStart, project: str, now: float) -> dict:
+    """SessionStart: offer the hot tier. A new session (startup, clear) gets the latest
+    interactions of earlier sessions; after compaction the session's own recent interactions
+    come back too, since the summary replaced them; a resumed session only gets what it has
+    not been shown yet."""
+    if event.source == "compact":
+        store.reset_injections(event.session_id)
+        items = list(tiers.hot_tier(store, project, now))
+        title = "The latest interactions in this project (re-offered after compaction):"
+    else:
+        shown = store.injected_ids(event.session_id)
+        items = [m for m in tiers.hot_tier(store, project, now, exclude_session=event.session_id) if m.id not in shown]
+        title = "The latest interactions from earlier sessions in this project (oldest first):"
+    text, ids = inject.render_block(items, title, store.config.inject.hot_budget_chars,
+                                    store.config.inject.max_item_chars, now)
+    store.mark_injected(event.session_id, ids, "SessionStart", now)
+    return inject.hook_output("SessionStart", text)

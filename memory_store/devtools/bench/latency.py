@@ -1,0 +1,269 @@
+"""`recall bench latency`: what hooks cost, measured the way Claude Code runs them.
+
+For each store size (default 10k and 100k memories) a temporary data dir is seeded, a
+worker is started and warmed (model loaded, queue empty), and then every hook event is run
+as a fresh process with its payload on stdin (the command from hooks/hooks.json), many
+times, interleaved with a bare `python -I -S -c pass` so both are measured under the same
+conditions. UserPromptSubmit uses a cued prompt, so retrieval runs every time.
+
+Also measured: the warm-tier query inside the worker (embedding the prompt, lexical and
+vector search, ranking), the hook process's peak RSS, and `recall import` of synthetic
+transcripts with embeddings.
+
+Seeding: memories are spread over the past year, oldest first (as live capture stores
+them), 80% in the measured project. Texts are synthetic sentences over a developer
+vocabulary; their vectors are real embeddings of a pool of 2,000 of those texts, reused
+with a little noise (the vector search costs the same, and embedding 100k texts would
+take ~10 minutes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ...core.stats import summarize
+
+SUBJECTS = ["the deploy script", "the cache layer", "the login page", "the CI pipeline", "the billing job",
+            "the search index", "the API gateway", "the migration", "the test suite", "the docker image",
+            "the websocket server", "the payment webhook", "the cron worker", "the feature flag", "the README",
+            "the rate limiter", "the auth middleware", "the analytics export", "the mobile build", "the S3 bucket"]
+VERBS = ["fails on", "was moved to", "now reads from", "needs", "times out against", "was refactored into",
+         "depends on", "logs errors about", "retries", "caches", "was rolled back after", "is configured by"]
+OBJECTS = ["Postgres 16", "port 8443", "the staging cluster", "Redis", "a new env var", "the old schema",
+           "OAuth tokens", "nightly batches", "the canary flag", "src/app/main.py", "config/settings.toml",
+           "three retries", "the EU region", "a 30 second timeout", "pytest -x", "the vendor SDK", "a mutex",
+           "GitHub Actions", "the queue orders-v2", "feature/checkout-v2"]
+TAILS = ["", " because the tests were flaky", " after the outage on Tuesday", " as we decided last sprint",
+         " (see the incident notes)", " to cut latency", " per the security review", " until the next release"]
+
+
+SEED_DAYS = 365  # 100k memories in a year is a heavy user (~270 a day); the warm tier holds a week
+
+
+def synthetic_text(rng: random.Random) -> str:
+    return f"{rng.choice(SUBJECTS).capitalize()} {rng.choice(VERBS)} {rng.choice(OBJECTS)}{rng.choice(TAILS)}."
+
+
+def seed_store(home: Path, count: int, project: str, echo=print) -> None:
+    """`count` memories over the last 30 days in `project` (plus other projects' noise), embedded."""
+    import numpy as np
+
+    from ...api import open_recall
+    from ...core.records import MemoryDraft
+
+    rng = random.Random(count)
+    recall = open_recall(home)
+    store = recall.store
+    embedder = recall.models.embedder
+    pool_texts = list({synthetic_text(rng) for _ in range(4000)})[:min(2000, count)]
+    pool = np.frombuffer(b"".join(embedder.embed(pool_texts)), dtype=np.float32).reshape(len(pool_texts), -1)
+    store.ensure_vector_index(embedder.name, embedder.dim)
+    now = time.time()
+    batch = []
+    started = time.perf_counter()
+    for i in range(count):  # oldest first, as live capture stores them
+        owner = project if i % 5 else f"{project}-other-{i % 3}"
+        kind = ("prompt", "exchange", "tool", "error")[i % 4]
+        text = f"{rng.choice(pool_texts)} ({i})"
+        draft = MemoryDraft(project=owner, session_id=f"bench-{i // 40}", kind=kind, text=text,
+                            created_at=now - (count - i) / count * SEED_DAYS * 86400, importance=rng.random())
+        batch.append((f"seed-{i}", draft, None))
+        if len(batch) == 2000 or i == count - 1:
+            results = store.record_many(batch)
+            rows = []
+            for (_, d, _), r in zip(batch, results):
+                vector = pool[rng.randrange(len(pool))] + np.float32(0.02) * np.asarray(
+                    [rng.gauss(0, 1) for _ in range(pool.shape[1])], dtype=np.float32)
+                vector /= np.linalg.norm(vector)
+                rows.append((r.memory_id, d.project, d.created_at, vector.astype(np.float32).tobytes()))
+            store.save_embeddings(rows, [r[0] for r in rows])
+            batch = []
+    echo(f"  seeded {count} memories in {time.perf_counter() - started:.1f} s")
+    recall.close()
+
+
+def payloads(project: str, session: str) -> dict[str, dict]:
+    common = {"session_id": session, "transcript_path": f"/tmp/{session}.jsonl", "cwd": project}
+    return {
+        "SessionStart": {**common, "hook_event_name": "SessionStart", "source": "startup"},
+        "UserPromptSubmit": {**common, "hook_event_name": "UserPromptSubmit", "prompt_id": "p",
+                             "permission_mode": "default",
+                             "prompt": "Why does the deploy script time out against the staging cluster?"},
+        "PostToolUse": {**common, "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "t",
+                        "tool_input": {"command": "pytest -x tests/test_api.py", "description": "run tests"},
+                        "tool_response": {"stdout": "5 passed in 0.31s", "stderr": "", "interrupted": False}},
+        "Stop": {**common, "hook_event_name": "Stop", "prompt_id": "p", "stop_hook_active": False,
+                 "last_assistant_message": "The deploy script waits 30 s on the staging cluster; raised to 60 s."},
+        "SessionEnd": {**common, "hook_event_name": "SessionEnd", "reason": "other"},
+    }
+
+
+def timed_run(argv: list[str], data: bytes, env: dict) -> float:
+    """Wall time (ms) of one process fed `data` on stdin, as Claude Code runs a hook."""
+    start = time.perf_counter()
+    subprocess.run(argv, input=data, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    return (time.perf_counter() - start) * 1000
+
+
+# Peak RSS of a child, measured from a small parent: on Linux a forked child inherits its
+# parent's high-water mark, so measuring from this (model-holding) process would report ours.
+_RSS_PROBE = (
+    "import os, subprocess, sys, resource\n"
+    "p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    "p.communicate(sys.stdin.buffer.read())\n"
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+)
+
+
+def peak_rss_kb(argv: list[str], data: bytes, env: dict) -> int | None:
+    try:
+        import resource  # noqa: F401  (POSIX only)
+    except ImportError:
+        return None
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", _RSS_PROBE, *argv], input=data, capture_output=True,
+                         env=env)
+    value = int(out.stdout or 0)
+    return value // 1024 if sys.platform == "darwin" else value
+
+
+def measure_hooks(root: Path, home: Path, project: str, runs: int, echo=print) -> dict:
+    from ..hookrunner import HookRunner
+
+    env = dict(os.environ, RECALL_HOME=str(home), RECALL_PYTHON=sys.executable, CLAUDE_PLUGIN_ROOT=str(root))
+    runner = HookRunner(root, env)
+    python = sys.executable
+    bare_argv = [python, "-I", "-S", "-c", "pass"]
+    results: dict[str, list[float]] = {"bare python": []}
+    rss: dict[str, list[int]] = {"bare python": []}
+    for event in ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"):
+        results[event], rss[event] = [], []
+    for i in range(runs):
+        session = f"latency-{i}"
+        for event, payload in payloads(project, session).items():
+            command, _ = runner.commands(event, payload)[0]
+            data = json.dumps(payload).encode()
+            results[event].append(timed_run(["/bin/sh", "-c", command], data, env))
+            results["bare python"].append(timed_run(bare_argv, b"", env))
+            if i < 5:  # peak memory barely varies; a few samples suffice
+                rss[event].append(peak_rss_kb([python, "-I", "-S", str(root / "hooks" / "hook.py"), event], data, env))
+                rss["bare python"].append(peak_rss_kb(bare_argv, b"", env))
+    report = {name: {**summarize(values),
+                     "peak_rss_mb": round(max(rss[name]) / 1024, 1) if rss[name] and None not in rss[name] else None}
+              for name, values in results.items()}
+    bare = report["bare python"]["p50"]
+    for row in report.values():
+        row["p50_vs_bare"] = round(row["p50"] / bare, 2) if bare else None
+    return report
+
+
+def measure_warm_query(home: Path, project: str, runs: int = 200) -> dict:
+    """The warm-tier query as the worker runs it for a UserPromptSubmit (model already loaded)."""
+    from ...api import open_recall
+    from ...core import tiers
+
+    recall = open_recall(home)
+    recall.models.load_embedder()  # once, before timing, as the worker does
+    prompts = [f"Why does {s} time out against the staging cluster?" for s in SUBJECTS]
+    times = []
+    for i in range(runs):
+        start = time.perf_counter()
+        tiers.warm_recall(recall.store, recall.models, project, f"warm-{i}", prompts[i % len(prompts)], time.time())
+        times.append((time.perf_counter() - start) * 1000)
+    recall.close()
+    return summarize(times)
+
+
+def measure_import(entries: int, echo=print) -> dict:
+    """`recall import` of synthetic transcripts with `entries` conversation entries, embeddings included."""
+    from ...api import open_recall
+
+    rng = random.Random(entries)
+    base = Path(tempfile.mkdtemp(prefix="recall-import-bench-"))
+    try:
+        folder = base / "projects"
+        folder.mkdir()
+        per_session = 100
+        for s in range(entries // per_session):
+            lines, parent = [], None
+            for t in range(per_session):
+                role = "user" if t % 2 == 0 else "assistant"
+                text = synthetic_text(rng) + " " + synthetic_text(rng)
+                uuid = f"s{s}-{t}"
+                lines.append(json.dumps({
+                    "type": role, "uuid": uuid, "parentUuid": parent, "sessionId": f"import-{s}", "cwd": "/bench/app",
+                    "timestamp": f"2025-01-{1 + s % 28:02d}T10:{t // 60:02d}:{t % 60:02d}Z", "isSidechain": False,
+                    "message": {"role": role, "content": text if role == "user" else [{"type": "text", "text": text}]}}))
+                parent = uuid
+            (folder / f"import-{s}.jsonl").write_text("\n".join(lines) + "\n")
+        recall = open_recall(base / "home")
+        recall.models.load_embedder()  # model loading is not part of an import
+        start = time.perf_counter()
+        report = recall.import_transcripts([folder])
+        imported = time.perf_counter() - start
+        embedded = recall.embed_pending()
+        total = time.perf_counter() - start
+        recall.close()
+        return {"entries": report.entries, "memories": report.new_memories, "import_s": round(imported, 1),
+                "embedded": embedded, "total_s": round(total, 1)}
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def run_latency(sizes: list[int], runs: int = 60, echo=print, import_entries: int = 10_000) -> dict:
+    from ...shared.paths import DataPaths
+    from ...shared.worker_client import stop_worker, wait_until_embedded
+    from ..hookrunner import find_plugin_root
+
+    root = find_plugin_root()
+    if root is None:
+        raise SystemExit("run from the recall checkout (hooks/hooks.json is needed)")
+    report: dict = {"python": sys.version.split()[0], "cpus": os.cpu_count(), "runs": runs, "sizes": {}}
+    for size in sizes:
+        base = Path(tempfile.mkdtemp(prefix=f"recall-latency-{size}-"))
+        home, project = base / "home", str(base / "project")
+        os.makedirs(Path(project) / ".git")
+        try:
+            echo(f"{size} memories:")
+            seed_store(home, size, project, echo)
+            env = dict(os.environ, RECALL_HOME=str(home), RECALL_PYTHON=sys.executable)
+            subprocess.run([str(root / "hooks" / "run"), "SessionStart"], input=json.dumps(
+                payloads(project, "warmup")["SessionStart"]).encode(), env=env, capture_output=True, timeout=60)
+            wait_until_embedded(DataPaths(home), 120)
+            hooks = measure_hooks(root, home, project, runs, echo)
+            warm = measure_warm_query(home, project)
+            report["sizes"][str(size)] = {"hooks_ms": hooks, "warm_query_ms": warm}
+            echo(f"  UserPromptSubmit p50 {hooks['UserPromptSubmit']['p50']} ms "
+                 f"({hooks['UserPromptSubmit']['p50_vs_bare']}x bare), warm query p50 {warm['p50']} ms")
+        finally:
+            stop_worker(DataPaths(home))
+            shutil.rmtree(base, ignore_errors=True)
+    if import_entries:
+        echo(f"import of {import_entries} transcript entries:")
+        report["import"] = measure_import(import_entries, echo)
+    return report
+
+
+def format_latency(report: dict) -> str:
+    lines = [f"hook latency (python {report['python']}, {report['cpus']} cpus, {report['runs']} runs per event)"]
+    for size, data in report["sizes"].items():
+        lines.append(f"\n{size} memories: wall time per hook process (ms)")
+        lines.append(f"  {'event':<18} {'p50':>7} {'p95':>7} {'p99':>7} {'x bare':>7} {'peak RSS':>9}")
+        for name, row in data["hooks_ms"].items():
+            lines.append(f"  {name:<18} {row['p50']:>7} {row['p95']:>7} {row['p99']:>7} {row['p50_vs_bare']:>7} "
+                         f"{row['peak_rss_mb']:>7} MB")
+        warm = data["warm_query_ms"]
+        lines.append(f"  warm-tier query inside the worker: p50 {warm['p50']} ms, p95 {warm['p95']} ms, "
+                     f"p99 {warm['p99']} ms")
+    if "import" in report:
+        imp = report["import"]
+        lines.append(f"\nimport: {imp['entries']} entries -> {imp['memories']} memories in {imp['import_s']} s, "
+                     f"{imp['embedded']} embedded; {imp['total_s']} s in all")
+    return "\n".join(lines)

@@ -1,0 +1,137 @@
+"""The hook side of recall: what runs inside every Claude Code hook process.
+
+Standard library only, and as little of it as possible on the fast path (`os`, `time`,
+`_socket`): a hook pays for every import on every event. The client passes its stdin to
+the long-lived worker untouched and prints the worker's answer untouched; it never
+parses JSON unless something goes wrong.
+
+    stdin ─► worker (stores the event, maybe returns context) ─► stdout        ~2-20 ms
+          └► no answer in time: spool file (redacted) + start a worker, print nothing
+
+The client never exits non-zero and prints one JSON object or nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from ..version import __version__
+from ..shared import protocol
+from ..shared.files import append_line, ensure_private_dir
+from ..shared.paths import log_file, resolve_home
+from .timing import ANSWER_DEADLINE, DEFAULT_ANSWER_DEADLINE
+
+MAX_STDIN_BYTES = 32 * 1024 * 1024  # beyond this a payload is refused (logged)
+
+
+def safe_name(value: str) -> str:
+    """An event name fit to be written into JSON by hand (letters only)."""
+    return "".join(c for c in value if c.isalpha())[:40] or "unknown"
+
+
+def fast_log(home: str, event: str, route: str, ms: float) -> None:
+    """The per-hook timing line (`recall stats` reads these), formatted without importing json."""
+    line = (f'{{"ts":{time.time():.3f},"level":"info","component":"hook","event":"hook",'
+            f'"hook":"{safe_name(event)}","route":"{safe_name(route)}","ms":{ms:.2f}}}\n')
+    append_line(log_file(home), line.encode("ascii"))
+
+
+def hook_header(event: str, event_id: str, received_at: float, size: int) -> bytes:
+    return (f'{{"v":{protocol.PROTOCOL_VERSION},"op":"hook","event":"{safe_name(event)}",'
+            f'"event_id":"{event_id}","received_at":{received_at:.6f},"client_version":"{__version__}",'
+            f'"body":{size}}}').encode("ascii")
+
+
+def run(event: str, raw: bytes, home: str) -> tuple[bytes, str]:
+    """Deliver one hook event; returns (what to print, the route it took)."""
+    event_id = os.urandom(16).hex()
+    received_at = time.time()
+    header = hook_header(event, event_id, received_at, len(raw))
+    deadline = ANSWER_DEADLINE.get(event, DEFAULT_ANSWER_DEADLINE)
+    try:
+        answer, body = protocol.exchange(home, header, raw, deadline)
+        if answer.startswith(protocol.OK_PREFIX):
+            return body, "worker"
+        return _worker_refused(answer, event, event_id, received_at, raw, home)
+    except protocol.WorkerTimeout:
+        busy = True  # alive but slow (e.g. a huge import): do not start another one
+    except protocol.WorkerUnavailable:
+        busy = False
+    from .fallback import recover
+
+    return recover(home, event, event_id, received_at, raw, header, busy)
+
+
+def _worker_refused(answer: bytes, event, event_id, received_at, raw, home) -> tuple[bytes, str]:
+    """The worker answered but did not store the event: rejected input is dropped (the worker
+    logged why); any other error (e.g. a full disk) falls back to the spool."""
+    from .fallback import recover, spool_event
+    from ..shared.payload import parse_payload
+
+    if answer.startswith(b'{"ok":false,"rejected":true'):
+        return b"", "rejected"
+    if answer.startswith(b'{"ok":false'):
+        spool_event(home, event, event_id, received_at, parse_payload(raw),
+                    reason=answer[:300].decode("utf-8", "replace"))
+        return b"", "spool"
+    return recover(home, event, event_id, received_at, raw, None, busy=False)
+
+
+def export_home(home: str) -> None:
+    """SessionStart: let the Bash tool's `recall` find this data dir (Claude Code sources the lines of
+    CLAUDE_ENV_FILE before each Bash command)."""
+    env_file = os.environ.get("CLAUDE_ENV_FILE")
+    if not env_file or os.environ.get("RECALL_HOME"):
+        return
+    line = "export RECALL_HOME='" + home.replace("'", "'\\''") + "'\n"
+    try:
+        with open(env_file, "a+", encoding="utf-8") as handle:
+            handle.seek(0)
+            if line not in handle.read():
+                handle.write(line)
+    except OSError:
+        pass
+
+
+def read_stdin(stream) -> bytes:
+    raw = stream.read(MAX_STDIN_BYTES + 1)
+    if len(raw) > MAX_STDIN_BYTES:
+        raise ValueError(f"payload larger than {MAX_STDIN_BYTES} bytes")
+    return raw
+
+
+def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
+    start = time.perf_counter()
+    argv = sys.argv[1:] if argv is None else argv
+    event = safe_name(argv[0]) if argv else "unknown"
+    os.umask(0o077)
+    home = resolve_home()
+    output, route = b"", "none"
+    try:
+        ensure_private_dir(home)
+        raw = read_stdin(stdin or sys.stdin.buffer)
+        output, route = run(event, raw, home)
+        if event == "SessionStart":
+            export_home(home)
+    except Exception as exc:  # a hook never breaks Claude Code: log, print nothing, exit 0
+        try:
+            from ..shared.logs import JsonLog
+
+            JsonLog(log_file(home), "hook").error("hook_failed", hook=event, error=f"{type(exc).__name__}: {exc}")
+        except Exception:
+            pass
+        output, route = b"", "error"
+    if output.strip():
+        try:
+            out = stdout or sys.stdout.buffer
+            out.write(output if output.endswith(b"\n") else output + b"\n")
+            out.flush()
+        except (OSError, ValueError):
+            pass
+    try:
+        fast_log(home, event, route, (time.perf_counter() - start) * 1000)
+    except OSError:
+        pass
+    return 0

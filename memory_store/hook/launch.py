@@ -1,0 +1,66 @@
+"""Run the recall CLI from the plugin folder (bin/recall). Standard library only.
+
+Claude Code puts the plugin's bin/ on PATH for the Bash tool and `!` commands, but not its
+environment variables. This script finds the Python that can run the CLI ($RECALL_PYTHON, the
+one the bootstrap chose, the data dir's venv, or the first interpreter on PATH with recall's
+dependencies) and replaces itself with `python -m memory_store.shells.cli`, running this
+plugin's code.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from memory_store.hook.runtime import child_env, has_dependencies, read_runtime, venv_python  # noqa: E402
+from memory_store.shared.paths import DataPaths  # noqa: E402
+
+
+def option_value(argv: list[str], name: str) -> str | None:
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def candidates(paths: DataPaths) -> list[str]:
+    found = [os.environ.get("RECALL_PYTHON"), (read_runtime(paths, any_version=True) or {}).get("python"),
+             venv_python(paths.venv)]
+    for name in ("python3", "python"):
+        for directory in os.environ.get("PATH", "").split(os.pathsep):
+            path = os.path.join(directory, name)
+            if os.path.isfile(path) and os.access(path, os.X_OK):
+                found.append(path)
+                break
+    return list(dict.fromkeys(p for p in found if p and os.path.exists(p)))
+
+
+def main(argv: list[str]) -> int:
+    plugin_data = option_value(argv, "--plugin-data")
+    if plugin_data and not os.environ.get("CLAUDE_PLUGIN_DATA"):
+        os.environ["CLAUDE_PLUGIN_DATA"] = plugin_data
+    paths = DataPaths(option_value(argv, "--home"))
+    env = child_env(None, ROOT)
+    for python in candidates(paths):
+        if has_dependencies(python, ROOT):
+            args = [python, "-m", "memory_store.shells.cli", *argv]
+            if os.name == "nt":  # no exec on Windows: run and pass the status on
+                return subprocess.run(args, env=env).returncode
+            os.execve(python, args, env)
+    sys.stderr.write(
+        "recall: no Python with recall's dependencies was found. If the plugin was just installed, its "
+        f"first-run setup may still be running (see {paths.bootstrap_log}); otherwise run "
+        f"`pip install {ROOT}` or set RECALL_PYTHON.\n"
+    )
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,190 @@
+"""Where recall keeps its files. Standard library only: the hook client uses it.
+
+Layout of the data directory (0700):
+
+    recall.db (+ -wal, -shm)   the store
+    spool/                     events captured while no worker could take them
+    logs/recall.log            structured JSON log lines (hooks, worker, CLI)
+    runtime/                   worker lock/pid, the chosen Python, bootstrap state
+    venv/                      the bootstrapped environment (first install only)
+    config.json                optional user settings (see memory_store.core.config)
+
+The worker's Unix socket lives in runtime/ when that path is short enough for the OS
+(sun_path holds 104-108 bytes), else in a private per-user directory under /tmp (or
+$XDG_RUNTIME_DIR), named after the data dir: a long $TMPDIR or data-dir path never sends
+the hooks down the slow path.
+
+The module-level functions work on plain strings and import nothing but `os`: a hook pays
+for every import on every event (pathlib alone costs ~3 ms). `DataPaths` offers the same
+locations as `pathlib.Path` objects to everything else.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+APP_NAME = "recall"
+PLUGIN_DATA_DIRNAME = "recall-recall"  # <plugin>-<marketplace>, as Claude Code names it
+MAX_SOCKET_PATH = 100  # sun_path holds ~104-108 bytes depending on the OS
+
+
+def platform_data_dir() -> str:
+    """The per-user data directory of this OS (what platformdirs would answer)."""
+    home = os.path.expanduser("~")
+    if sys.platform == "win32":
+        return os.path.join(os.environ.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local"), APP_NAME)
+    if sys.platform == "darwin":
+        return os.path.join(home, "Library", "Application Support", APP_NAME)
+    return os.path.join(os.environ.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share"), APP_NAME)
+
+
+def installed_plugin_data_dir() -> str:
+    """Where Claude Code keeps this plugin's data once installed from the `recall` marketplace."""
+    config_dir = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+    return os.path.join(config_dir, "plugins", "data", PLUGIN_DATA_DIRNAME)
+
+
+def resolve_home(explicit: str | os.PathLike | None = None) -> str:
+    """The data directory: explicit argument, $RECALL_HOME, $CLAUDE_PLUGIN_DATA, the installed
+    plugin's data dir when it exists (so `recall` typed in a terminal sees what the hooks stored),
+    else the platform user-data dir."""
+    for candidate in (explicit, os.environ.get("RECALL_HOME"), os.environ.get("CLAUDE_PLUGIN_DATA")):
+        if candidate:
+            return os.path.abspath(os.path.expanduser(os.fspath(candidate)))
+    installed = installed_plugin_data_dir()
+    if os.path.isdir(installed):
+        return installed
+    return platform_data_dir()
+
+
+def _fnv1a64(data: bytes) -> str:
+    """A stable 64-bit name for a path, computed without importing hashlib (~2 ms on a hook)."""
+    value = 0xCBF29CE484222325
+    for byte in data:
+        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{value:016x}"
+
+
+def short_socket_dir() -> str:
+    """A private per-user directory with a short path: $XDG_RUNTIME_DIR/recall if that is short, else
+    /tmp/recall-<uid> (not $TMPDIR, which may be long)."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and len(runtime) < 40 and os.path.isabs(runtime):
+        return os.path.join(runtime, APP_NAME)
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    return f"/tmp/{APP_NAME}-{uid}"
+
+
+def socket_path(home: str) -> str:
+    """The worker's Unix socket: in the data dir when the path fits, else in `short_socket_dir()`."""
+    path = os.path.join(home, "runtime", "worker.sock")
+    if len(os.fsencode(path)) < MAX_SOCKET_PATH:
+        return path
+    return os.path.join(short_socket_dir(), _fnv1a64(os.fsencode(home)) + ".sock")
+
+
+def private_dir_is_ours(path: str) -> bool:
+    """True for a real directory (no symlink) owned by this user and closed to others: a socket in a
+    shared place such as /tmp is only trusted inside such a directory."""
+    import stat
+
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    owner_ok = not hasattr(os, "getuid") or info.st_uid == os.getuid()
+    return stat.S_ISDIR(info.st_mode) and owner_ok and stat.S_IMODE(info.st_mode) & 0o077 == 0
+
+
+def log_file(home: str) -> str:
+    return os.path.join(home, "logs", "recall.log")
+
+
+class DataPaths:
+    """Every file recall uses inside one data directory, as pathlib.Path objects."""
+
+    def __init__(self, home: str | os.PathLike | None = None):
+        from pathlib import Path
+
+        self.home = Path(resolve_home(home))
+
+    @property
+    def db(self):
+        return self.home / "recall.db"
+
+    @property
+    def config(self):
+        return self.home / "config.json"
+
+    @property
+    def spool(self):
+        return self.home / "spool"
+
+    @property
+    def logs(self):
+        return self.home / "logs"
+
+    @property
+    def log_file(self):
+        return self.logs / "recall.log"
+
+    @property
+    def runtime(self):
+        return self.home / "runtime"
+
+    @property
+    def venv(self):
+        return self.home / "venv"
+
+    @property
+    def runtime_info(self):
+        """JSON: which Python runs the worker, for which plugin version."""
+        return self.runtime / "python.json"
+
+    @property
+    def hook_python(self):
+        """One line: the absolute interpreter the launcher should use (skips version-manager shims)."""
+        return self.runtime / "hook-python"
+
+    @property
+    def bootstrap_lock(self):
+        return self.runtime / "bootstrap.lock"
+
+    @property
+    def bootstrap_state(self):
+        """JSON: is a first-install bootstrap running, done or failed, and since when."""
+        return self.runtime / "bootstrap.json"
+
+    @property
+    def bootstrap_log(self):
+        return self.logs / "bootstrap.log"
+
+    @property
+    def worker_lock(self):
+        return self.runtime / "worker.lock"
+
+    @property
+    def worker_pid(self):
+        return self.runtime / "worker.pid"
+
+    @property
+    def worker_starting(self):
+        """Marker left by whoever last asked for a worker, so parallel hooks spawn one, not ten."""
+        return self.runtime / "worker.starting"
+
+    @property
+    def worker_failed(self):
+        """JSON: the Python whose worker died at start, and when (hooks then stop waiting for it)."""
+        return self.runtime / "worker.failed"
+
+    @property
+    def worker_endpoint(self):
+        """Windows only: `port token` of the loopback TCP listener (0600)."""
+        return self.runtime / "worker.endpoint"
+
+    @property
+    def worker_socket(self):
+        from pathlib import Path
+
+        return Path(socket_path(str(self.home)))

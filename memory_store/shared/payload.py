@@ -1,0 +1,49 @@
+"""Reading a hook payload: the same rules for the worker and the hook's spool path.
+Standard library only."""
+
+from __future__ import annotations
+
+import json
+
+from .text import cap
+
+MAX_STRING_CHARS = 64_000  # longer strings are cut before storage or spooling (capture keeps far less)
+MAX_LIST_ITEMS = 1_000
+MAX_DEPTH = 40
+
+
+class BadPayload(ValueError):
+    """Not a usable hook payload: logged with this reason, then dropped."""
+
+
+def parse_payload(raw: bytes) -> dict:
+    """One JSON object, or BadPayload. Invalid UTF-8 is repaired rather than refused."""
+    if not raw.strip():
+        raise BadPayload("empty payload")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", "replace")
+    try:
+        payload = json.loads(text)
+    except RecursionError:
+        raise BadPayload("payload nested too deeply") from None
+    except ValueError as exc:
+        raise BadPayload(f"not JSON: {exc}") from None
+    if not isinstance(payload, dict):
+        raise BadPayload(f"payload is a JSON {type(payload).__name__}, not an object")
+    return pretrim(payload)
+
+
+def pretrim(value, depth: int = 0):
+    """Bound a payload's size: long strings cut, long lists shortened, deep nesting flattened."""
+    if isinstance(value, str):
+        value = value.replace("\x00", "")
+        return cap(value, MAX_STRING_CHARS, "…[cut]")
+    if depth >= MAX_DEPTH:
+        return "…[nested too deep]"
+    if isinstance(value, dict):
+        return {str(k)[:200]: pretrim(v, depth + 1) for k, v in list(value.items())[:MAX_LIST_ITEMS]}
+    if isinstance(value, list):
+        return [pretrim(v, depth + 1) for v in value[:MAX_LIST_ITEMS]]
+    return value

@@ -1,0 +1,378 @@
+"""The `recall` command line: a thin shell over `memory_store.api`. Each command parses its
+options, calls one API method and renders the result (text, or JSON with `--json`).
+
+Every command takes `--home` (default: $RECALL_HOME, $CLAUDE_PLUGIN_DATA, the installed
+plugin's data dir, else the platform data dir).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..version import __version__
+from ..core.inject import age
+from ..core.projects import project_for
+from ..shared import worker_client
+from ..shared.paths import DataPaths
+from ..shared.text import one_line
+
+app = typer.Typer(help="recall: local memory for Claude Code.", no_args_is_help=True, add_completion=False,
+                  pretty_exceptions_enable=False)
+bench_app = typer.Typer(help="Measure retrieval quality and hook latency.", no_args_is_help=True)
+worker_app = typer.Typer(help="Control the background worker.", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+app.add_typer(worker_app, name="worker")
+
+HomeOption = Annotated[Optional[Path], typer.Option("--home", help="Data directory.", envvar=None)]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+PluginDataOption = Annotated[Optional[str], typer.Option("--plugin-data", hidden=True,
+                                                         help="Claude Code's plugin data dir (a fallback like "
+                                                              "$CLAUDE_PLUGIN_DATA).")]
+
+
+def open_home(home: Optional[Path], *, ingest: bool = True):
+    """The API for this data dir, with the events spooled while no worker ran stored first (so
+    what the command reads is complete). recall's own errors become one clear line."""
+    from ..api import open_recall
+
+    try:
+        recall = open_recall(home)
+    except Exception as exc:  # unreadable data dir, newer schema …
+        raise typer.BadParameter(f"cannot open the store: {exc}", param_hint="--home") from exc
+    if ingest:
+        recall.ingest_spool()
+    return recall
+
+
+def emit_json(data) -> None:
+    typer.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+def resolve_project(project: Optional[str], all_projects: bool) -> Optional[str]:
+    if all_projects:
+        return None
+    return project_for(project or os.getcwd())
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=200)] = 10,
+    project: Annotated[Optional[str], typer.Option("--project", help="Project path (default: the current "
+                                                   "directory's project).")] = None,
+    all_projects: Annotated[bool, typer.Option("--all-projects", help="Search every project.")] = False,
+    index: Annotated[bool, typer.Option("--index", help="Compact index: id, age, kind, one line.")] = False,
+    home: HomeOption = None,
+    json_output: JsonOption = False,
+    plugin_data: PluginDataOption = None,
+):
+    """Search memories, old ones included. Example: recall search "api key rotation" --limit 5"""
+    from ..api import search_anywhere
+
+    if project and all_projects:
+        raise typer.BadParameter("use either --project or --all-projects")
+    scope = resolve_project(project, all_projects)
+    if plugin_data and not os.environ.get("CLAUDE_PLUGIN_DATA"):
+        os.environ["CLAUDE_PLUGIN_DATA"] = plugin_data
+    hits = search_anywhere(home, query, limit, scope)
+    if json_output:
+        emit_json([h.model_dump(mode="json") for h in hits])
+        return
+    if not hits:
+        typer.echo(f"No memories match {query!r}" + (f" in {scope}." if scope else "."))
+        return
+    now = time.time()
+    if index:
+        typer.echo(f"recall: {len(hits)} memories for {query!r}" + (f" in {scope}" if scope else ""))
+    for hit in hits:
+        created = hit.created_at.timestamp()
+        if index:
+            typer.echo(f"#{hit.id:<6} {age(now - created):>9}  {hit.kind:<8} {one_line(hit.text, 100)}")
+        else:
+            typer.echo(f"#{hit.id}  {hit.kind}  {age(now - created)}  score {hit.score:.3f}")
+            typer.echo(f"    {one_line(hit.text, 300)}")
+    if index:
+        typer.echo("Expand one: `recall show ID` · what happened around it: `recall timeline ID`")
+
+
+def print_memory(memory) -> None:
+    stamp = memory.created_at.astimezone().strftime("%Y-%m-%d %H:%M")
+    typer.echo(f"#{memory.id}  {memory.kind}  {stamp}  session {memory.session_id or '-'}")
+    typer.echo(f"project: {memory.project}")
+    if memory.superseded_by:
+        typer.echo(f"superseded by #{memory.superseded_by}")
+    typer.echo(memory.text)
+
+
+@app.command()
+def show(
+    ids: Annotated[list[int], typer.Argument(help="Memory ids.")],
+    home: HomeOption = None,
+    json_output: JsonOption = False,
+):
+    """Show memories in full. Example: recall show 12 15"""
+    with open_home(home) as recall:
+        memories = recall.get(ids)
+    if json_output:
+        emit_json([m.model_dump(mode="json") for m in memories])
+        return
+    missing = set(ids) - {m.id for m in memories}
+    for memory in memories:
+        print_memory(memory)
+        typer.echo("")
+    if missing:
+        typer.echo(f"not found: {', '.join(map(str, sorted(missing)))}", err=True)
+        raise typer.Exit(1)
+
+
+@app.command()
+def timeline(
+    memory_id: Annotated[int, typer.Argument(help="Memory id.")],
+    before: Annotated[int, typer.Option(min=0)] = 5,
+    after: Annotated[int, typer.Option(min=0)] = 5,
+    home: HomeOption = None,
+    json_output: JsonOption = False,
+):
+    """What happened around a memory (same session). Example: recall timeline 12"""
+    with open_home(home) as recall:
+        memories = recall.timeline(memory_id, before, after)
+    if json_output:
+        emit_json([m.model_dump(mode="json") for m in memories])
+        return
+    if not memories:
+        typer.echo(f"memory #{memory_id} not found", err=True)
+        raise typer.Exit(1)
+    for memory in memories:
+        marker = ">>" if memory.id == memory_id else "  "
+        stamp = memory.created_at.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+        typer.echo(f"{marker} #{memory.id:<6} {stamp}  {memory.kind:<8} {one_line(memory.text, 110)}")
+
+
+@app.command("import")
+def import_command(
+    paths: Annotated[list[Path], typer.Argument(help="Transcript files or directories (e.g. ~/.claude/projects).")],
+    embed: Annotated[bool, typer.Option("--embed/--no-embed", help="Embed the new memories now.")] = True,
+    home: HomeOption = None,
+    json_output: JsonOption = False,
+):
+    """Import Claude Code transcripts (idempotent). Example: recall import ~/.claude/projects"""
+    from ..core.transcripts import find_transcripts
+
+    files = find_transcripts(paths)
+    if not files:
+        raise typer.BadParameter("no transcript (.jsonl) files found", param_hint="PATHS")
+    with open_home(home) as recall:
+        with typer.progressbar(length=len(files), label="Importing transcripts", file=sys.stderr) as bar:
+            report = recall.import_transcripts(paths, progress=lambda _path: bar.update(1))
+        embedded = 0
+        pending = recall.store.pending_embeddings() if embed else 0
+        if pending:
+            with typer.progressbar(length=pending, label="Embedding", file=sys.stderr) as bar:
+                embedded = recall.embed_backlog(progress=bar.update)
+            if recall.models.embedder_error:
+                typer.echo(f"embeddings skipped: {recall.models.embedder_error}", err=True)
+    result = {"files": report.files, "unchanged_files": report.skipped_files, "entries": report.entries,
+              "events": report.events, "new_memories": report.new_memories, "duplicates": report.duplicates,
+              "embedded": embedded, "errors": report.errors[:20], "error_count": len(report.errors)}
+    if json_output:
+        emit_json(result)
+        return
+    typer.echo(f"{report.files} file(s) imported ({report.skipped_files} unchanged), {report.entries} entries, "
+               f"{report.new_memories} new memories, {report.duplicates} duplicates merged, {embedded} embedded.")
+    for error in report.errors[:5]:
+        typer.echo(f"  skipped: {error}", err=True)
+
+
+@app.command()
+def stats(home: HomeOption = None, json_output: JsonOption = False):
+    """Counts, sizes and hook latency percentiles from real use."""
+    with open_home(home) as recall:
+        data = recall.stats()
+    if json_output:
+        emit_json(data)
+        return
+    typer.echo(f"data dir   {data['home']} ({data['db_bytes'] / 1e6:.1f} MB)")
+    typer.echo(f"memories   {data['memories']} in {data['projects']} project(s), {data['sessions']} session(s); "
+               f"{data['superseded']} superseded")
+    typer.echo("by kind    " + ", ".join(f"{k} {v}" for k, v in sorted(data["by_kind"].items())))
+    typer.echo(f"vectors    {data['vectors']} ({data['vector_model'] or 'no index yet'}), "
+               f"{data['pending_embeddings']} waiting")
+    typer.echo(f"span       {data['oldest'] or '-'} … {data['newest'] or '-'}")
+    latency = data["hook_latency_ms"]
+    if latency:
+        typer.echo("hook time in process (ms):")
+        for hook, row in latency.items():
+            typer.echo(f"  {hook:<20} n={row['n']:<6} p50 {row['p50']:>7}  p95 {row['p95']:>7}  p99 {row['p99']:>7}"
+                       f"  {row['routes']}")
+
+
+@app.command()
+def doctor(
+    repair: Annotated[bool, typer.Option("--repair", help="Rebuild derived indexes.")] = False,
+    home: HomeOption = None,
+    json_output: JsonOption = False,
+):
+    """Check the installation and the store; --repair rebuilds derived indexes."""
+    with open_home(home, ingest=repair) as recall:
+        repaired = recall.repair() if repair else []
+        results = recall.diagnose()
+    if json_output:
+        emit_json({"ok": all(c.ok for c in results), "checks": [c.as_dict() for c in results],
+                   "repaired": repaired})
+    else:
+        for line in repaired:
+            typer.echo(f"repaired: {line}")
+        for check in results:
+            typer.echo(f"{'ok ' if check.ok else 'BAD'}  {check.name:<16} {check.detail}")
+            if not check.ok and check.hint:
+                typer.echo(f"     {'':<16} → {check.hint}")
+    if not all(c.ok for c in results):
+        raise typer.Exit(1)
+
+
+@app.command()
+def forget(
+    ids: Annotated[list[int], typer.Argument(help="Memory ids to delete for good.")],
+    home: HomeOption = None,
+    json_output: JsonOption = False,
+):
+    """Delete memories (re-imports will not bring them back). Example: recall forget 12"""
+    with open_home(home) as recall:
+        removed = recall.forget(ids)
+    if json_output:
+        emit_json({"forgotten": removed})
+    else:
+        typer.echo(f"forgot {removed} memor{'y' if removed == 1 else 'ies'}")
+
+
+@app.command()
+def reindex(home: HomeOption = None, json_output: JsonOption = False):
+    """Re-embed every memory with the configured model (after changing it)."""
+    with open_home(home) as recall:
+        embedder = recall.models.embedder
+        if embedder is None:
+            typer.echo(f"cannot reindex: {recall.models.embedder_error or recall.store.vector_error}", err=True)
+            raise typer.Exit(1)
+        total = recall.store.counts()["memories"]
+        with typer.progressbar(length=total, label=f"Embedding with {embedder.name}", file=sys.stderr) as bar:
+            done = recall.reindex(progress=bar.update)
+    if json_output:
+        emit_json({"embedded": done, "model": embedder.name})
+    else:
+        typer.echo(f"{done} memories embedded with {embedder.name}")
+
+
+@app.command()
+def demo(
+    keep: Annotated[bool, typer.Option("--keep", help="Keep the temporary data dir.")] = False,
+    json_output: JsonOption = False,
+):
+    """Replay a recorded session through the real hooks into a temporary store and show what
+    was captured, what gets injected and what /recall:log-search finds."""
+    from ..devtools.demo import run_demo
+
+    result = run_demo(keep=keep, echo=None if json_output else typer.echo)
+    if json_output:
+        emit_json(result)
+    if not result["ok"]:
+        raise typer.Exit(1)
+
+
+@worker_app.command("status")
+def worker_status(home: HomeOption = None, json_output: JsonOption = False):
+    """Is a worker running for this data dir?"""
+    health = worker_client.health(DataPaths(home), timeout=2.0)
+    if json_output:
+        emit_json(health or {"ok": False, "error": "no worker answers"})
+    elif health:
+        typer.echo(f"running: pid {health['pid']}, version {health['version']}, model {health['model']}, "
+                   f"{health['pending']} waiting for embeddings, up {health['uptime']} s")
+    else:
+        typer.echo("not running")
+
+
+@worker_app.command("stop")
+def worker_stop(home: HomeOption = None):
+    """Stop the worker (hooks start a new one when needed)."""
+    typer.echo("stopped" if worker_client.stop_worker(DataPaths(home)) else "no worker was running")
+
+
+@worker_app.command("start")
+def worker_start(home: HomeOption = None):
+    """Start the worker in the background (it stops by itself when idle)."""
+    from ..hook.spawn import start_worker
+    from ..shared.logs import JsonLog
+
+    paths = DataPaths(home)
+    what, _ = start_worker(paths, JsonLog(paths.log_file, "cli"))
+    typer.echo(f"{what}")
+
+
+@bench_app.command("locomo")
+def bench_locomo(
+    file: Annotated[Path, typer.Argument(help="LoCoMo JSON (e.g. locomo-dev.json).", exists=True)],
+    methods: Annotated[str, typer.Option(help="Comma-separated: fts, dense, hybrid (the default ranking), rrf, "
+                                              "bm25 (rank-bm25 in memory, for comparison).")] = "fts,dense,hybrid",
+    conversations: Annotated[Optional[str], typer.Option(help="Comma-separated sample ids (default: all).")] = None,
+    workdir: Annotated[Optional[Path], typer.Option(help="Keep the generated transcripts and store here "
+                                                          "(and reuse them on the next run).")] = None,
+    settings: Annotated[Optional[str], typer.Option("--config", help="JSON overrides of the config, e.g. "
+                                                    "'{\"ranking\": {\"dense_weight\": 0.4}}'.")] = None,
+    injection: Annotated[bool, typer.Option("--injection/--no-injection", help="Also measure injections.")] = True,
+    json_output: JsonOption = False,
+):
+    """Retrieval quality on LoCoMo: recall@5, recall@10 and MRR per method and question category."""
+    from ..core.config import Config
+    from ..devtools.bench.locomo import format_report, run_locomo
+
+    config = Config.model_validate(json.loads(settings)) if settings else None
+    report = run_locomo(file, methods=[m.strip() for m in methods.split(",") if m.strip()],
+                        conversations=conversations.split(",") if conversations else None, workdir=workdir,
+                        echo=lambda message: typer.echo(message, err=True), config=config, injection=injection)
+    if json_output:
+        emit_json(report)
+    else:
+        typer.echo(format_report(report))
+
+
+@bench_app.command("latency")
+def bench_latency(
+    memories: Annotated[str, typer.Option(help="Comma-separated store sizes to measure.")] = "10000,100000",
+    runs: Annotated[int, typer.Option(min=5)] = 60,
+    import_entries: Annotated[int, typer.Option(help="Also time `recall import` of this many transcript "
+                                                     "entries with embeddings (0: skip).")] = 10_000,
+    json_output: JsonOption = False,
+):
+    """Wall time per hook event as Claude Code runs them (a fresh process per call) beside bare Python."""
+    from ..devtools.bench.latency import format_latency, run_latency
+
+    report = run_latency([int(n) for n in memories.split(",")], runs=runs,
+                         echo=lambda message: typer.echo(message, err=True), import_entries=import_entries)
+    if json_output:
+        emit_json(report)
+    else:
+        typer.echo(format_latency(report))
+
+
+@app.callback(invoke_without_command=True)
+def main_callback(
+    version: Annotated[bool, typer.Option("--version", help="Show the version.")] = False,
+):
+    if version:
+        typer.echo(f"recall {__version__}")
+        raise typer.Exit()
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

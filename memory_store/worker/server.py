@@ -1,0 +1,330 @@
+"""The long-lived worker: one per data directory, holding the database, the model and caches.
+
+Hooks are short processes; loading fastembed and the model costs them 1–2 s and ~300 MB,
+so they talk to this process instead. It:
+
+- takes an exclusive lock (`runtime/worker.lock`): a second worker for the same data dir
+  exits at once, and a crashed worker's lock is released by the OS (no stale locks);
+- listens on a Unix socket (loopback TCP + token file on Windows), answering hook, search,
+  health, stats and shutdown requests (protocol.py has the framing);
+- ingests the spool before it answers, so events stay in order;
+- loads the embedding model in the background and embeds queued memories in batches;
+- exits after `idle_timeout_minutes` without requests, when its data dir disappears or
+  another worker took its socket, and on SIGTERM.
+
+Run it with `python -m memory_store.worker --home DIR` (hooks do this, detached). Each request
+is answered through the same Python API the CLI uses (`memory_store.api.Recall`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import signal
+import socketserver
+import sys
+import threading
+import time
+import traceback
+
+from ..version import __version__
+from ..api import Recall
+from ..core import jobs
+from ..core.config import load_config
+from ..core.embed import EmbeddingUnavailable, load_embedder
+from ..core.router import BadEvent
+from ..core.store import Store
+from ..shared import protocol
+from ..shared.files import acquire_lock, atomic_write, ensure_private_dir
+from ..shared.logs import JsonLog
+from ..shared.paths import DataPaths, private_dir_is_ours
+from ..shared.payload import BadPayload, parse_payload
+
+WATCH_INTERVAL = 2.0  # seconds between idle/ownership checks
+EMBED_AFTER_QUIET_SECONDS = 0.3  # background embedding waits for this long without requests…
+EMBED_AT_LEAST_EVERY_SECONDS = 2.0  # …but never starves under a steady stream of hooks
+
+
+class _Handler(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        worker: Worker = self.server.worker  # type: ignore[attr-defined]
+        sock = self.request
+        try:
+            deadline = time.monotonic() + 30
+            line, rest = protocol.recv_line(sock, deadline)
+            header = json.loads(line)
+            if not isinstance(header, dict):
+                raise ValueError("request header is not an object")
+            body = protocol.recv_exact(sock, int(header.get("body") or 0), rest, deadline)
+            answer = worker.answer(header, body)
+        except Exception as exc:
+            worker.log.error("bad_request", error=f"{type(exc).__name__}: {exc}")
+            answer = protocol.encode({"ok": False, "error": str(exc)})
+        try:
+            sock.sendall(answer)
+        except OSError:
+            pass  # the hook gave up waiting; it has spooled the event, and the event id dedups it
+
+
+class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    request_queue_size = 64
+
+
+class _TcpServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    daemon_threads = True
+    request_queue_size = 64
+    allow_reuse_address = False
+
+
+class Worker:
+    def __init__(self, paths: DataPaths):
+        self.paths = paths
+        self.config = load_config(paths.config)
+        self.log = JsonLog(paths.log_file, "worker")
+        # The model is loaded by the embedding thread, never on a request.
+        self.recall = Recall(paths, self.config, load_models=False)
+        self.started = time.time()
+        self.last_request = time.monotonic()
+        self.stop_event = threading.Event()
+        self.work_event = threading.Event()  # something new to embed
+        self.token = secrets.token_hex(16)
+        self.server: socketserver.BaseServer | None = None
+        self.socket_inode: int | None = None
+        self.model_state = "loading"
+
+    # --- requests ---------------------------------------------------------------------------------
+
+    def answer(self, message: dict, body: bytes) -> bytes:
+        """The bytes to send back for one request."""
+        if message.get("v") != protocol.PROTOCOL_VERSION:
+            return protocol.encode({"ok": False, "error": "unsupported protocol",
+                                     "protocol": protocol.PROTOCOL_VERSION})
+        if protocol.USE_TCP and not secrets.compare_digest(str(message.get("token", "")), self.token):
+            return protocol.encode({"ok": False, "error": "bad token"})
+        self.last_request = time.monotonic()
+        op = message.get("op")
+        if op == "hook":
+            return self.hook(message, body)
+        if op == "health":
+            return protocol.encode({"ok": True, **self.health()})
+        if op == "search":
+            return protocol.encode(self.search(message))
+        if op == "shutdown":
+            self.log.info("shutdown_requested")
+            threading.Thread(target=self.stop, daemon=True).start()
+            return protocol.encode({"ok": True})
+        if op == "drain":
+            self.work_event.set()
+            return protocol.encode({"ok": True, "pending": self.recall.store.pending_embeddings(),
+                                     "model": self.model_state})
+        return protocol.encode({"ok": False, "error": f"unknown op {op!r}"})
+
+    def hook(self, message: dict, body: bytes) -> bytes:
+        """Store one hook event; the answer body is exactly what the hook prints."""
+        self.ingest_spool()
+        try:
+            payload = parse_payload(body)
+            envelope = {"event_id": str(message.get("event_id") or ""), "received_at": message.get("received_at"),
+                        "payload": payload}
+            output = self.recall.handle_event(envelope)
+        except (BadPayload, BadEvent) as exc:
+            self.log.error("event_rejected", hook=str(message.get("event")), error=str(exc))
+            return protocol.encode({"ok": False, "rejected": True, "error": str(exc)})
+        except Exception as exc:  # e.g. disk full: the hook spools the event and tries later
+            self.log.error("hook_failed", error=f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(limit=3))
+            return protocol.encode({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
+        self.work_event.set()
+        if message.get("client_version") not in (None, __version__):
+            # A newer (or older) plugin is calling: answer, then make way for its own worker.
+            self.log.info("version_change", ours=__version__, theirs=message.get("client_version"))
+            threading.Thread(target=self.stop, daemon=True).start()
+        stdout = json.dumps(output, ensure_ascii=False).encode("utf-8") if output else b""
+        return protocol.ok_header(len(stdout)) + stdout
+
+    def search(self, message: dict) -> dict:
+        self.ingest_spool()  # a search must see every captured event
+        hits = self.recall.search(
+            str(message.get("query", "")), limit=int(message.get("limit", 10)), project=message.get("project"),
+        )
+        return {"ok": True, "hits": [h.model_dump(mode="json") for h in hits]}
+
+    def health(self) -> dict:
+        return {
+            "pid": os.getpid(), "version": __version__, "home": str(self.paths.home), "model": self.model_state,
+            "uptime": round(time.time() - self.started, 1), "pending": self.recall.store.pending_embeddings(),
+            "python": sys.executable,
+        }
+
+    # --- spool ------------------------------------------------------------------------------------
+
+    def ingest_spool(self) -> int:
+        done = self.recall.ingest_spool()
+        if done:
+            self.work_event.set()
+        return done
+
+    # --- background work --------------------------------------------------------------------------
+
+    def embed_loop(self) -> None:
+        """Load the model, then keep the embedding queue empty."""
+        try:
+            embedder = load_embedder(self.config.embedding, self.paths.home / "models")
+        except EmbeddingUnavailable as exc:
+            self.model_state = f"unavailable: {exc}"
+            self.log.warning("model_unavailable", reason=str(exc))
+            return
+        except Exception as exc:
+            self.model_state = f"unavailable: {type(exc).__name__}: {exc}"
+            self.log.error("model_failed", error=str(exc))
+            return
+        background = Store(self.paths, self.config)  # its own connection: never blocks requests
+        background.ensure_vector_index(embedder.name, embedder.dim)
+        self.recall.models.set_embedder(embedder)
+        self.model_state = "ready"
+        self.log.info("model_ready", model=embedder.name, dim=embedder.dim)
+        last_round = time.monotonic()
+        try:
+            while not self.stop_event.is_set():
+                # Embed in the gaps between hooks: a burst of hooks (a turn's tool calls) should
+                # not share two cores with the model; a memory that is needed sooner is embedded
+                # on the spot by the search that wants it.
+                now = time.monotonic()
+                quiet = now - self.last_request
+                if quiet < EMBED_AFTER_QUIET_SECONDS and now - last_round < EMBED_AT_LEAST_EVERY_SECONDS:
+                    self.stop_event.wait(EMBED_AFTER_QUIET_SECONDS - quiet)
+                    continue
+                last_round = now
+                done = jobs.embed_pending(background, embedder, max_batches=1)
+                if not done:
+                    self.work_event.wait(timeout=5.0)
+                    self.work_event.clear()
+        except Exception as exc:
+            self.log.error("embed_failed", error=f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(limit=3))
+        finally:
+            background.close()
+
+    def watch(self) -> None:
+        """Exit when idle, when the data dir is gone, or when the socket is no longer ours."""
+        idle_limit = self.config.worker.idle_timeout_minutes * 60
+        while not self.stop_event.wait(WATCH_INTERVAL):
+            if not self.paths.home.is_dir():
+                self.log.info("home_gone")
+                break
+            if not protocol.USE_TCP:
+                try:
+                    if os.stat(self.paths.worker_socket).st_ino != self.socket_inode:
+                        self.log.info("socket_taken")
+                        break
+                except FileNotFoundError:
+                    self.log.info("socket_gone")
+                    break
+            busy = self.recall.store.pending_embeddings() > 0 and self.model_state == "ready"
+            if not busy and time.monotonic() - self.last_request > idle_limit:
+                self.log.info("idle_exit", idle_seconds=round(time.monotonic() - self.last_request))
+                break
+        self.stop()
+
+    def stop(self) -> None:
+        if self.stop_event.is_set() and self.server is None:
+            return
+        self.stop_event.set()
+        self.work_event.set()
+        server, self.server = self.server, None
+        if server is not None:
+            server.shutdown()
+
+    # --- main -------------------------------------------------------------------------------------
+
+    def bind(self) -> socketserver.BaseServer:
+        if protocol.USE_TCP:
+            server = _TcpServer(("127.0.0.1", 0), _Handler)
+            port = server.server_address[1]
+            atomic_write(self.paths.worker_endpoint, f"{port} {self.token}")
+        else:
+            path = self.paths.worker_socket
+            ensure_private_dir(path.parent)
+            if not private_dir_is_ours(str(path.parent)):
+                raise RuntimeError(f"{path.parent} is not a private directory of this user: refusing to listen there")
+            try:
+                path.unlink()  # stale: we hold the lock, so no live worker owns it
+            except FileNotFoundError:
+                pass
+            server = _UnixServer(str(path), _Handler, bind_and_activate=False)
+            old_umask = os.umask(0o177)
+            try:
+                server.server_bind()
+            finally:
+                os.umask(old_umask)
+            server.server_activate()
+            self.socket_inode = os.stat(path).st_ino
+        server.worker = self  # type: ignore[attr-defined]
+        return server
+
+    def serve(self) -> None:
+        self.ingest_spool()
+        self.server = server = self.bind()
+        for done_with in (self.paths.worker_starting, self.paths.worker_failed,
+                          self.paths.runtime / "notified-worker-failed"):
+            try:
+                done_with.unlink()
+            except FileNotFoundError:
+                pass
+        self.log.info("worker_ready", pid=os.getpid(), version=__version__)
+        threading.Thread(target=self.embed_loop, name="embed", daemon=True).start()
+        threading.Thread(target=self.watch, name="watch", daemon=True).start()
+        try:
+            server.serve_forever(poll_interval=0.5)
+        finally:
+            server.server_close()
+            self.cleanup()
+
+    def cleanup(self) -> None:
+        if not protocol.USE_TCP:
+            try:
+                if os.stat(self.paths.worker_socket).st_ino == self.socket_inode:
+                    self.paths.worker_socket.unlink()
+            except FileNotFoundError:
+                pass
+        for path in (self.paths.worker_pid, self.paths.worker_endpoint):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+        self.recall.close()
+        self.log.info("worker_stopped", pid=os.getpid())
+
+
+def run(home: str | None = None) -> int:
+    os.umask(0o077)
+    paths = DataPaths(home)
+    ensure_private_dir(paths.home)
+    log = JsonLog(paths.log_file, "worker")
+    lock = acquire_lock(paths.worker_lock)
+    if lock is None:
+        return 0  # another worker serves this data dir
+    paths.worker_pid.write_text(str(os.getpid()), encoding="ascii")
+    worker = Worker(paths)
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=worker.stop, daemon=True).start())
+    try:
+        worker.serve()
+    except Exception as exc:
+        log.error("worker_crashed", error=f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(limit=5))
+        return 1
+    finally:
+        lock.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m memory_store.worker")
+    parser.add_argument("--home", default=None)
+    args = parser.parse_args(argv)
+    return run(args.home)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
