@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from memory_store.devtools.bench import locomo
 from memory_store.devtools.bench.latency import format_latency, run_latency
 
@@ -78,6 +80,7 @@ def test_transcripts_follow_the_acceptance_shape(tmp_path):
     assert lines[1]["timestamp"] == "2023-06-20T10:01:00Z" and lines[1]["cwd"] == "/locomo/conv-t"
 
 
+@pytest.mark.slow
 def test_latency_bench_smoke(home):
     report = run_latency([300], runs=5, echo=lambda *_: None, import_entries=200)
     hooks = report["sizes"]["300"]["hooks_ms"]

@@ -42,7 +42,7 @@ from ..shared.logs import JsonLog
 from ..shared.paths import DataPaths, private_dir_is_ours
 from ..shared.payload import BadPayload, parse_payload
 
-WATCH_INTERVAL = 2.0  # seconds between idle/ownership checks
+WATCH_INTERVAL = 2.0  # seconds between idle/ownership checks (less for a shorter idle timeout)
 EMBED_AFTER_QUIET_SECONDS = 0.3  # background embedding waits for this long without requests…
 EMBED_AT_LEAST_EVERY_SECONDS = 2.0  # …but never starves under a steady stream of hooks
 
@@ -209,7 +209,7 @@ class Worker:
     def watch(self) -> None:
         """Exit when idle, when the data dir is gone, or when the socket is no longer ours."""
         idle_limit = self.config.worker.idle_timeout_minutes * 60
-        while not self.stop_event.wait(WATCH_INTERVAL):
+        while not self.stop_event.wait(min(WATCH_INTERVAL, idle_limit / 10)):
             if not self.paths.home.is_dir():
                 self.log.info("home_gone")
                 break

@@ -22,7 +22,7 @@ from claude_cli import ClaudeUnavailable, claude_env, ensure_claude, parse_debug
 from conftest import ROOT, stop_worker, wait_until_embedded
 from mock_anthropic import DEFAULT_TEXT, MockAnthropic, Text
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 FIVE_HOOKS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd")
 FACT = "the staging deploy needs the --canary flag of scripts/ship.sh"
