@@ -19,7 +19,7 @@ import threading
 import time
 from datetime import datetime, timezone
 
-from .core import doctor, jobs, router
+from .core import doctor, gate, jobs, router
 from .core.config import Config, load_config
 from .core.embed import Models
 from .core.records import Hit, Memory
@@ -72,6 +72,17 @@ class Recall:
     def search(self, query: str, limit: int = 10, project: str | None = None, **options) -> list[Hit]:
         """Best memories for `query` (see core.search.search for the options)."""
         return run_search(self.store, self.models, query, limit, project, **options)
+
+    def explain(self, prompt: str, project: str, now: float | None = None):
+        """What UserPromptSubmit would inject for `prompt` in `project`, and why: a dry run (nothing is
+        captured, no access count changes). Returns a core.gate.Decision and the lines it would inject."""
+        from .core import inject, tiers
+
+        decision = gate.judge(self.store, self.models, prompt, project, None, now)
+        items = tiers.warm_items(self.store, decision)
+        block, _ids = inject.render_block(items, "Possibly relevant to this prompt:", self.config.inject.budget_chars,
+                                          self.config.inject.max_item_chars, now)
+        return decision, block
 
     def get(self, ids: list[int]) -> list[Memory]:
         return self.store.get(ids)

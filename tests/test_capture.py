@@ -91,11 +91,15 @@ def test_env_file_contents_are_blanked():
     assert "DB_PASS=" in memory.text
 
 
-def test_exchange_summary_is_extractive_and_bounded():
-    answer = " ".join(f"Sentence {i} is filler." for i in range(200)) + " We decided to use port 8443 for TLS."
+def test_exchange_summary_keeps_the_dense_sentences_and_is_bounded():
+    """The Stop summary keeps what carries information (identifiers, values, reasons), not the opening."""
+    answer = ("Sure, happy to look into it. " + " ".join(f"Sentence {i} is filler." for i in range(200))
+              + " We decided to use port 8443 for TLS because 443 is taken by the proxy."
+              + " The setting is TLS_PORT=8443 in deploy/env/prod.env.")
     memory = capture.exchange_memory("what port?", answer, CFG, "/p", "s", 1.0)
-    assert memory.text.startswith("Sentence 0 is filler. Sentence 1 is filler.")
-    assert "port 8443" in memory.text and len(memory.text) <= CFG.max_answer_chars
+    assert "port 8443" in memory.text and "TLS_PORT=8443" in memory.text
+    assert not memory.text.startswith("Sure, happy to look into it.")
+    assert len(memory.text) <= CFG.max_answer_chars
     assert memory.meta["prompt"] == "what port?" and memory.kind == "exchange"
 
 

@@ -162,17 +162,36 @@ def test_concurrent_writers_wait_instead_of_failing(home):
     assert b.store.record("e1", draft("now it works")).created
 
 
-def test_near_duplicate_supersedes_the_older_one(home):
-    """With real embeddings: a re-worded repeat of a memory supersedes the older one; a different one does not."""
+def test_a_repeat_that_differs_only_in_formatting_supersedes_the_older_one(home):
+    """With real embeddings: the same statement re-formatted (case, punctuation, markup) supersedes the older
+    one; a re-worded one and a different one do not."""
     s = open_recall(home)
     now = time.time()
-    old = s.store.record("d1", draft("Run the integration tests with pytest -x before pushing", kind="note", at=now - 60))
+    old = s.store.record("d1", draft("Run the integration tests with `pytest -x` before pushing!", kind="note",
+                                     at=now - 60))
     other = s.store.record("d2", draft("The staging database lives in eu-west-1", kind="note", at=now - 30))
-    new = s.store.record("d3", draft("Run the integration tests using pytest -x before pushing", kind="note", at=now))
+    reworded = s.store.record("d3", draft("Run the integration tests using pytest -x before pushing", kind="note",
+                                          at=now - 20))
+    new = s.store.record("d4", draft("run the integration tests with pytest -x before pushing.", kind="note", at=now))
     s.embed_pending()
-    memories = {m.id: m for m in s.get([old.memory_id, other.memory_id, new.memory_id])}
+    memories = {m.id: m for m in s.get([old.memory_id, other.memory_id, reworded.memory_id, new.memory_id])}
     assert memories[old.memory_id].superseded_by == new.memory_id
     assert memories[other.memory_id].superseded_by is None and memories[new.memory_id].superseded_by is None
+    assert memories[reworded.memory_id].superseded_by is None
+
+
+def test_repeats_that_differ_in_an_identifier_stay_searchable_by_it(home):
+    """Failure seen in the robustness bench: two runs of one command told apart only by a marker were folded
+    into one, and a search for the older marker found nothing."""
+    s = open_recall(home)
+    now = time.time()
+    markers = ["zqlfbxzssmzx", "zqbrxkfdbhxb", "zqhrjrkwsjvk"]
+    for i, marker in enumerate(markers):
+        s.store.record(f"m{i}", draft(f"Bash `alembic upgrade head  # {marker}` → INFO Running upgrade", kind="tool",
+                                      at=now - 30 + i))
+    s.embed_pending()
+    for marker in markers:
+        assert any(marker in h.text for h in s.search(marker, project="/p/one")), marker
 
 
 def test_near_duplicates_that_differ_in_a_number_are_both_kept(home):

@@ -1,26 +1,33 @@
 """Each tier rule with real embeddings from the shipped model, through the Python API and the
 hook-level router (Recall.handle_event): hot (last 5 interactions, 24 h), warm (1–7 days, cued,
-similarity >= 0.4, top 2, within budget, never twice), cold (search only), project isolation, RFM."""
+similarity >= 0.4, top 2, within budget, never twice), cold (search only), project isolation, RFM.
+
+The warm tier is tested here with the seed's rule, which stays available as a setting
+(gate.mode = "cues"); the default gate, from several signals, has tests/test_gate.py."""
 
 from __future__ import annotations
 
 import time
 import uuid
+from types import SimpleNamespace
 
 import pytest
 from pydantic import ValidationError
 
 from conftest import load_payload
 from memory_store import open_recall
-from memory_store.core import ranking, tiers
+from memory_store.core import gate, ranking, tiers
 from memory_store.core.config import Config, CueConfig, InjectConfig
 from memory_store.core.inject import HARD_CAP, render_block
 from memory_store.core.records import Memory, MemoryDraft, to_datetime
 
 
 def warm_recall(recall, *args):
-    """The warm-tier selection for a prompt, as the UserPromptSubmit handler runs it."""
-    return tiers.warm_recall(recall.store, recall.models, *args)
+    """The warm-tier selection for a prompt, as the UserPromptSubmit handler runs it: (the memories
+    taken, each with its similarity; the cues found in the prompt)."""
+    decision = tiers.warm_recall(recall.store, recall.models, *args)
+    hits = [SimpleNamespace(id=c.memory.id, similarity=c.signals.get("similarity")) for c in decision.taken]
+    return hits, [reason.split(": ", 1)[1] for reason in decision.intent.reasons]
 
 
 def hot_tier(recall, *args, **options):
@@ -49,6 +56,7 @@ def open_with(home):
     opened = []
 
     def _open(**sections):
+        sections.setdefault("gate", {"mode": "cues"})
         store = open_recall(home, Config.model_validate(sections))
         opened.append(store)
         return store
@@ -316,8 +324,8 @@ def test_each_cue_triggers_the_search_and_can_be_switched_off(open_with, project
 
     off = open_with(cues={CUE_SWITCH[cue]: False})
     searched = []
-    original = tiers.search.search
-    monkeypatch.setattr(tiers.search, "search", lambda *a, **k: searched.append(a) or original(*a, **k))
+    original = gate.search.search
+    monkeypatch.setattr(gate.search, "search", lambda *a, **k: searched.append(a) or original(*a, **k))
     assert warm_recall(off, str(project), "s-off", text, now) == ([], [])
     assert prompt(off, project, "s-off", now + 1, text) == {}
     assert searched == []  # nothing was even searched
@@ -328,8 +336,8 @@ def test_a_prompt_without_any_cue_searches_nothing(store, project, now, monkeypa
     add(store, ROTATION[2], project=project, now=now, age=2 * DAY)
     embed(store)
     searched = []
-    original = tiers.search.search
-    monkeypatch.setattr(tiers.search, "search", lambda *a, **k: searched.append(a) or original(*a, **k))
+    original = gate.search.search
+    monkeypatch.setattr(gate.search, "search", lambda *a, **k: searched.append(a) or original(*a, **k))
     assert ranking.prompt_cues("rotate the API keys", CueConfig()) == []
     assert prompt(store, project, "s", now, "rotate the API keys") == {} and searched == []
 

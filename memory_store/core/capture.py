@@ -15,6 +15,7 @@ import re
 from ..shared.redact import clean, is_env_file, mentions_env_file, redact_env_values
 from ..shared.text import cap, cap_middle
 from .config import CaptureConfig
+from . import sentences
 from .hook_events import PostToolUse, PostToolUseFailure
 from .records import MemoryDraft
 
@@ -22,7 +23,6 @@ INJECTION_TAG = "recall-memory"  # the element recall wraps recalled memories in
 _TAG_LOOKALIKE = re.compile(r"<(/?)\s*recall-memor(y|ies)\b", re.IGNORECASE)
 _WHITESPACE_RUNS = re.compile(r"[ \t\r\f\v]+")
 _BLANK_LINES = re.compile(r"\n{3,}")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 # Our own command and CLI: capturing their output would store recalled text again.
 RECALL_COMMAND_PREFIX = "/recall:"
@@ -70,32 +70,10 @@ def importance(kind: str, text: str) -> float:
     return round(min(1.0, score), 3)
 
 
-_CODE_OR_PATH = re.compile(r"[`/\\]|\w+\.\w{1,4}\b|--\w")
-
-
-def _salience(sentence: str) -> int:
-    return 3 * bool(_DECISION.search(sentence)) + 2 * bool(_CODE_OR_PATH.search(sentence)) + bool(
-        re.search(r"\d", sentence))
-
-
 def extractive_summary(text: str, limit: int) -> str:
-    """Shorten an answer without a model: the two opening sentences, then the most salient ones
-    (decisions, then code and paths, then numbers), shown in their original order."""
-    text = tidy(text)
-    if len(text) <= limit:
-        return text
-    sentences = [s for s in _SENTENCE_END.split(text) if s.strip()]
-    ranked = list(range(min(2, len(sentences)))) + sorted(
-        range(2, len(sentences)), key=lambda i: (-_salience(sentences[i]), i))
-    keep: list[int] = []
-    used = 0
-    for i in ranked:
-        if used + len(sentences[i]) + 1 <= limit:
-            keep.append(i)
-            used += len(sentences[i]) + 1
-    if not keep:
-        return cap(text, limit)
-    return " ".join(sentences[i] for i in sorted(keep))
+    """Shorten an answer without a model: its densest sentences (identifiers, paths, commands, values,
+    reasons; acknowledgements go first), in their original order (sentences.summarize)."""
+    return sentences.summarize(tidy(text), limit)
 
 
 def relative(path: str, cwd: str) -> str:

@@ -43,6 +43,32 @@ class CueConfig(_Section):
     temporal: bool = Field(True, description="yesterday, last week, earlier, before, previously, ago …")
 
 
+class GateConfig(_Section):
+    """The injection gate (core/gate.py): inject or stay silent, from several signals. Defaults measured on
+    the coding-recall development scenarios and LoCoMo dev (README, "Injections")."""
+
+    mode: Literal["signals", "cues"] = Field(
+        "signals", description="signals: intent + per-candidate evidence (the default); cues: the seed's rule, a cue "
+        "in the prompt then cosine >= tiers.warm_min_similarity.")
+    candidates: int = Field(12, ge=1, le=50, description="How many episodes of the best-ranked memories are judged.")
+    thresholds: dict[str, float] = Field(
+        default={"recall": 0.35, "project": 0.45, "statement": 0.6, "general": 1.0},
+        description="Evidence a candidate needs, by the prompt's intent (core/intent.py).")
+    coverage_weight: float = Field(0.3, ge=0, description="Weight of the share of the prompt's words its episode holds.")
+    agreement_weight: float = Field(0.1, ge=0, description="Bonus when the lexical and dense rankings both put it in their top 3.")
+    kind_bonus: dict[str, float] = Field(
+        default={"exchange": 0.05, "prompt": 0.0, "error": 0.0, "tool": -0.1},
+        description="Added to the evidence of each kind of memory.")
+    order: Literal["evidence", "score"] = Field(
+        "score", description="Which candidates above the bar are taken first: the best ranked by search (LoCoMo dev: "
+        "52.3 % of injections hold an evidence turn, against 48.1 % for the most evident first), or the most evident.")
+    existence_margin: float = Field(
+        0.15, ge=0, description="Added to the bar for questions whether something happened at all ('did we ever …?').")
+    answer_type_weight: float = Field(
+        0.1, ge=0, description="Bonus when the episode holds the kind of answer the prompt wants (a path for "
+        "'where', a value for 'how long', a rule for 'can I' …; intent.ASKS).")
+
+
 class ContextConfig(_Section):
     """Neighbouring turns indexed with each conversational memory (for matching, never shown)."""
 
@@ -70,7 +96,7 @@ class InjectConfig(_Section):
         "inject.HARD_CAP is 9,000, Claude Code's limit 10,000).",
     )
     hot_budget_chars: int = Field(1500, ge=500, le=8000, description="Characters of the SessionStart hot-tier brief.")
-    max_item_chars: int = Field(600, ge=80, description="One recalled memory is cut to this length.")
+    max_item_chars: int = Field(700, ge=80, description="One recalled memory is cut to this length.")
 
 
 class RankingConfig(_Section):
@@ -149,6 +175,7 @@ class WorkerConfig(_Section):
 class Config(_Section):
     capture: CaptureConfig = CaptureConfig()
     cues: CueConfig = CueConfig()
+    gate: GateConfig = GateConfig()
     context: ContextConfig = ContextConfig()
     tiers: TierConfig = TierConfig()
     inject: InjectConfig = InjectConfig()

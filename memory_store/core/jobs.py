@@ -15,7 +15,7 @@ import time
 from .store import Store
 
 DEDUP_WINDOW_SECONDS = 30 * 86400  # near-duplicates are looked for this far back
-_DIGITS = re.compile(r"\d+")
+_WORDS = re.compile(r"[^\W_]+")
 
 
 def embed_pending(store: Store, embedder, batch: int | None = None, max_batches: int | None = None,
@@ -43,11 +43,13 @@ def embed_pending(store: Store, embedder, batch: int | None = None, max_batches:
 
 
 def supersede_near_duplicates(store: Store, added: list[tuple[int, str, float, bytes]]) -> None:
-    """A recent memory nearly identical (cosine >= ranking.dedup_similarity) to an older one of the
-    same kind in the same project, from the month before it, supersedes that one: the newest
-    wording of a repeated command, prompt or result is the one searched. The old one stays
-    readable. (Each check is a vector search, so only memories of the last month are checked.)
-    Runs inside `save_embeddings`' transaction."""
+    """A recent memory that says the same as an older one of its kind in the same project, from the month
+    before it, up to formatting only (case, spacing, punctuation, markup), supersedes that one: the
+    newest wording is the one searched, the old one stays readable. Candidates come from the vector
+    index (cosine >= ranking.dedup_similarity); the words decide, because embeddings barely see what
+    tells near-identical statements apart (an identifier, a number: `alembic upgrade head  # a1b2` and
+    `… # c3d4` are two events). An answer is compared with its question, so two "Done." replies to
+    two prompts never fold. Runs inside `save_embeddings`' transaction."""
     threshold = store.config.ranking.dedup_similarity
     if threshold >= 1:
         return
@@ -55,14 +57,22 @@ def supersede_near_duplicates(store: Store, added: list[tuple[int, str, float, b
     for memory_id, project, created_at, vector in added:
         if created_at < recent:
             continue  # imported history: exact duplicates are merged at capture, that is enough
-        kind, text = store.kind_and_text(memory_id)
+        mine = store.memory_row(memory_id)
         near = store.vectors.nearest(vector, 4, project, created_at - DEDUP_WINDOW_SECONDS, created_at)
-        candidates = [i for i, similarity in near.items() if i < memory_id and similarity >= threshold]
-        # Numbers are where near-identical sentences differ in fact ("port 8080" / "port 8443",
-        # "note 1" / "note 2"): embeddings barely see them, so such pairs are both kept.
-        numbers = _DIGITS.findall(text)
-        older = [i for i in candidates if _DIGITS.findall((store.kind_and_text(i) or ("", ""))[1]) == numbers]
-        store.supersede(older, memory_id, kind)
+        key = formatting_key(mine)
+        older = [i for i, similarity in near.items() if i < memory_id and similarity >= threshold
+                 and (other := store.memory_row(i)) is not None and formatting_key(other) == key]
+        store.supersede(older, memory_id, mine.kind)
+
+
+def formatting_key(row) -> str:
+    """What a memory says with its formatting removed (an answer together with its question)."""
+    import json
+
+    text = row.text
+    if row.kind == "exchange":
+        text = f"{json.loads(row.meta or '{}').get('prompt', '')} {text}"
+    return " ".join(_WORDS.findall(text.lower()))
 
 
 def reindex(store: Store, embedder, progress=None) -> int:

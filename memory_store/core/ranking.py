@@ -60,11 +60,13 @@ def words(text: str) -> list[str]:
 
 
 def normalize_term(word: str) -> str:
-    """A light stemmer for coverage checks (FTS5 applies the real Porter stemmer)."""
+    """A light stemmer for coverage checks (FTS5 applies the real Porter stemmer): "release",
+    "releases", "released" and "releasing" all become "releas"."""
     for suffix in ("'s", "ing", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
+            word = word[: -len(suffix)]
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 4 else word
 
 
 @dataclass
@@ -104,6 +106,18 @@ def parse_query(text: str, now: float | None = None, cfg: RankingConfig | None =
                  window=window)
 
 
+# Words of a question that say what kind of answer it wants, not what it is about.
+GENERIC_TERMS = frozenset("""
+long often way use used using work works working need needed make made get got set setting thing things actually
+right correct proper good best new old currently current now moment days still ok okay fine happen happens
+""".split())
+
+
+def answer_terms(query: Query) -> set[str]:
+    """The query's content terms that an answer would share (light-stemmed, question words left out)."""
+    return {normalize_term(t) for t in query.terms if t not in GENERIC_TERMS}
+
+
 def prompt_cues(prompt: str, cues) -> list[str]:
     """Which retrieval cues a prompt carries (config.CueConfig switches each on or off)."""
     found = []
@@ -120,10 +134,15 @@ def prompt_cues(prompt: str, cues) -> list[str]:
 
 def term_coverage(query: Query, text: str) -> float:
     """Share of the query's content terms that occur in `text` (after light stemming)."""
-    if not query.terms:
+    return term_coverage_of({normalize_term(t) for t in query.terms}, text)
+
+
+def term_coverage_of(terms: set[str], text: str) -> float:
+    """Share of (light-stemmed) terms that occur in `text`."""
+    if not terms:
         return 0.0
     present = {normalize_term(w) for w in words(text)}
-    return sum(1 for t in query.terms if normalize_term(t) in present) / len(query.terms)
+    return len(terms & present) / len(terms)
 
 
 # --- fusion -------------------------------------------------------------------------------

@@ -52,11 +52,12 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
         store.record(skipped_turn_id(event.session_id, event.prompt_id), None, ctx.at)
     if not ctx.respond or event.prompt.lstrip().startswith(capture.RECALL_COMMAND_PREFIX):
         return {}
-    hits, _cues = tiers.warm_recall(store, ctx.models, ctx.project, event.session_id, event.prompt, ctx.at)
-    hits = [h for h in hits if h.id != recorded.memory_id]
-    text, ids = inject.render_block(hits, "Possibly relevant memories:", store.config.inject.budget_chars,
+    decision = tiers.warm_recall(store, ctx.models, ctx.project, event.session_id, event.prompt, ctx.at)
+    items = tiers.warm_items(store, decision)
+    text, ids = inject.render_block(items, "Possibly relevant to this prompt:", store.config.inject.budget_chars,
                                     store.config.inject.max_item_chars, ctx.at)
-    store.mark_injected(event.session_id, ids, "UserPromptSubmit", ctx.at)
+    shown = [(c.episode.ids() if c.episode else set()) | {c.memory.id} for c in decision.taken if c.memory.id in ids]
+    store.mark_injected(event.session_id, sorted(set().union(*shown)) if shown else [], "UserPromptSubmit", ctx.at)
     return inject.hook_output("UserPromptSubmit", text)
 
 
@@ -168,7 +169,7 @@ def session_brief(store: Store, event: SessionStart, project: str, now: float) -
         shown = store.injected_ids(event.session_id)
         items = [m for m in tiers.hot_tier(store, project, now, exclude_session=event.session_id) if m.id not in shown]
         title = "The latest interactions from earlier sessions in this project (oldest first):"
-    text, ids = inject.render_block(items, title, store.config.inject.hot_budget_chars,
+    text, ids = inject.render_block([inject.memory_item(m) for m in items], title, store.config.inject.hot_budget_chars,
                                     store.config.inject.max_item_chars, now)
     store.mark_injected(event.session_id, ids, "SessionStart", now)
     return inject.hook_output("SessionStart", text)

@@ -128,7 +128,9 @@ class Store:
             conn.execute("INSERT INTO events(event_id, memory_id, received_at) VALUES (?, NULL, ?)",
                          (event_id, received_at))
             return Recorded(None, False, False)
-        digest = content_hash(draft.text)
+        # An answer is the same memory only for the same question: eleven "Done." replies to eleven
+        # prompts are eleven turns.
+        digest = content_hash(draft.text if draft.kind != "exchange" else f"{draft.meta.get('prompt', '')}\n{draft.text}")
         existing = conn.execute(
             "SELECT id FROM memories WHERE project = ? AND kind = ? AND content_hash = ?",
             (draft.project, draft.kind, digest),
@@ -247,10 +249,14 @@ class Store:
 
     # --- injection bookkeeping ------------------------------------------------------------------
 
-    def injected_ids(self, session_id: str) -> set[int]:
+    def injected_ids(self, session_id: str, hook: str | None = None) -> set[int]:
+        """What recall injected into a session (by one hook only, if given)."""
+        sql, args = "SELECT memory_id FROM injections WHERE session_id = ?", [session_id]
+        if hook:
+            sql += " AND hook = ?"
+            args.append(hook)
         with self.lock:
-            return {r[0] for r in self.conn.execute("SELECT memory_id FROM injections WHERE session_id = ?",
-                                                   (session_id,))}
+            return {r[0] for r in self.conn.execute(sql, args)}
 
     def mark_injected(self, session_id: str, memory_ids: list[int], hook: str, at: float | None = None) -> None:
         if not memory_ids:
@@ -320,6 +326,13 @@ class Store:
         sql += " ORDER BY created_at DESC, id DESC LIMIT ?"
         args.append(limit)
         return [r.memory() for r in self._rows(sql, args)]
+
+    def conversation(self, session_id: str, project: str, since: float, until: float) -> list[Memory]:
+        """A session's prompts and answers between two times, in order (turns are rebuilt from these)."""
+        return [r.memory() for r in self._rows(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE session_id = ? AND project = ? AND created_at BETWEEN ? AND ? "
+            f"AND kind IN ({_marks(CONVERSATION_KINDS)}) ORDER BY created_at, id",
+            (session_id, project, since, until, *CONVERSATION_KINDS))]
 
     # --- search support -------------------------------------------------------------------------
 
@@ -451,9 +464,9 @@ class Store:
                 supersede(added)
         return added
 
-    def kind_and_text(self, memory_id: int) -> tuple[str, str] | None:
-        row = self.conn.execute("SELECT kind, text FROM memories WHERE id = ?", (memory_id,)).fetchone()
-        return (row[0], row[1]) if row else None
+    def memory_row(self, memory_id: int) -> Row | None:
+        rows = self._rows(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,))
+        return rows[0] if rows else None
 
     def supersede(self, older: list[int], newer: int, kind: str) -> None:
         """Mark live memories of `kind` as replaced by `newer` (they stay readable, not searched)."""

@@ -3,9 +3,9 @@
 - hot:  the last `hot_size` interactions (exchanges, or prompts still waiting for their
         answer) of a project within `hot_window_hours`: a bounded deque, loaded from the
         database so any process or new session sees it. Offered at SessionStart.
-- warm: memories younger than `warm_window_days`, searched on UserPromptSubmit only when
-        the prompt carries cues; a memory must reach `warm_min_similarity` to be injected,
-        and at most `warm_top_k` are.
+- warm: memories younger than `warm_window_days` (older ones too when the prompt refers to the
+        past outright), searched on UserPromptSubmit when the prompt asks something of memory;
+        the gate (gate.py) takes at most `warm_top_k` of them, or none.
 - cold: everything older: never injected, found by explicit search (`recall search`,
         /recall:log-search).
 """
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections import deque
 
-from . import ranking, search
+from . import gate, inject, ranking, sentences
 from .capture import PROMPT_PREVIEW_CHARS, finish
-from .records import Hit, Memory
+from .records import Memory
 from .store import Store
 from .timeparse import DAY
 
@@ -27,13 +27,23 @@ HOT_KINDS = ("exchange", "prompt")
 def hot_tier(store: Store, project: str, now: float, *, exclude_session: str | None = None,
              only_session: str | None = None) -> deque[Memory]:
     """The hot deque of a project, newest last: its latest exchanges, plus prompts still waiting
-    for their answer (a prompt whose exchange is there is shown with it, not twice)."""
+    for their answer (a prompt whose exchange is there is shown with it, not twice). Small talk has no
+    place in it: an interaction whose question and answer are both greetings or acknowledgements
+    ("hi", "ok continue" → "Done.") is skipped."""
     cfg = store.config.tiers
-    recent = store.recent(project, HOT_KINDS, now - cfg.hot_window_hours * HOUR, cfg.hot_size * 2,
+    recent = store.recent(project, HOT_KINDS, now - cfg.hot_window_hours * HOUR, cfg.hot_size * 6,
                           exclude_session=exclude_session, only_session=only_session)
     exchanges = [m for m in recent if m.kind == "exchange"]
-    interactions = [m for m in recent if m.kind == "exchange" or not any(_answers(e, m) for e in exchanges)]
+    interactions = [m for m in recent if (m.kind == "exchange" or not any(_answers(e, m) for e in exchanges))
+                    and not _small_talk(m)]
     return deque(reversed(interactions[: cfg.hot_size]), maxlen=cfg.hot_size)
+
+
+def _small_talk(memory: Memory) -> bool:
+    """A greeting or acknowledgement answered in kind: nothing in it a later session needs."""
+    if memory.kind != "exchange":
+        return sentences.is_trivial(memory.text)
+    return sentences.is_trivial(str(memory.meta.get("prompt", ""))) and sentences.is_chatter(memory.text)
 
 
 def _answers(exchange: Memory, prompt: Memory) -> bool:
@@ -54,32 +64,20 @@ def is_cold(store: Store, created_at: float, now: float) -> bool:
     return created_at < warm_window_start(store, now)
 
 
-def warm_recall(store: Store, models, project: str, session_id: str, prompt: str,
-                now: float) -> tuple[list[Hit], list[str]]:
-    """Memories worth injecting for a prompt, and the cues that allowed the search.
-
-    Skips memories already in this session's context: its own memories and anything recall
-    injected into it before."""
-    cfg = store.config
-    cues = ranking.prompt_cues(prompt, cfg.cues)
-    if not cues or cfg.tiers.warm_top_k == 0:
-        return [], cues
-    already = store.injected_ids(session_id)
-    # Only the best-ranked memories are candidates; the threshold can veto them but never reaches
-    # down the list for a weaker one (on LoCoMo: fewer injections, 980 -> 937, slightly more of
-    # them holding an evidence turn).
-    hits = search.search(
-        store, models, prompt, limit=cfg.tiers.warm_top_k, project=project, since=warm_window_start(store, now),
-        exclude_ids=already, exclude_session=session_id, touch=False, now=now,
-    )
-    return [hit for hit in hits if relevant_enough(store, prompt, hit, now)], cues
+def warm_recall(store: Store, models, project: str, session_id: str, prompt: str, now: float) -> gate.Decision:
+    """What the gate decides for a prompt (core/gate.py). Skips what is already in this session's
+    context: its own memories and what earlier prompts of it got injected. (The SessionStart brief is
+    a digest of recent work; a question about one of its items still gets the focused answer.)"""
+    return gate.judge(store, models, prompt, project, session_id, now,
+                      exclude_ids=store.injected_ids(session_id, "UserPromptSubmit"))
 
 
-def relevant_enough(store: Store, prompt: str, hit: Hit, now: float) -> bool:
-    """The similarity threshold. Without embeddings (model not loaded yet) a lexical stand-in:
-    at least half of the prompt's content terms, and two of them, occur in the memory."""
-    if hit.similarity is not None:
-        return hit.similarity >= store.config.tiers.warm_min_similarity
-    query = ranking.parse_query(prompt, now, store.config.ranking)
-    matched = ranking.term_coverage(query, hit.text) * len(query.terms)
-    return matched >= min(2, len(query.terms)) and matched / max(1, len(query.terms)) >= 0.5
+def warm_items(store: Store, decision: gate.Decision) -> list[inject.Item]:
+    """The taken candidates as injectable lines: each episode's answer to the prompt."""
+    terms = ranking.answer_terms(ranking.parse_query(decision.prompt))
+    limit = store.config.inject.max_item_chars
+    wants = decision.intent.wants
+    return [inject.episode_item(c.episode, terms, limit, c.newer, wants) if c.episode else inject.memory_item(c.memory)
+            for c in decision.taken]
+
+

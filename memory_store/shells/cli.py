@@ -102,6 +102,38 @@ def search(
         typer.echo("Expand one: `recall show ID` · what happened around it: `recall timeline ID`")
 
 
+@app.command()
+def explain(
+    prompt: Annotated[str, typer.Argument(help="The prompt, as you would type it to Claude.")],
+    project: Annotated[Optional[str], typer.Option("--project", help="Project path (default: the current "
+                                                   "directory's project).")] = None,
+    home: HomeOption = None,
+    json_output: JsonOption = False,
+):
+    """Would this prompt get memories injected, which, and why? A dry run: nothing is stored.
+    Example: recall explain "why did the nightly export fail?" """
+    scope = resolve_project(project, False)
+    with open_home(home) as recall:
+        decision, block = recall.explain(prompt, scope)
+    if json_output:
+        emit_json({**decision.as_dict(), "project": scope, "injected": block})
+        return
+    typer.echo(f"intent: {decision.intent.kind} ({'; '.join(decision.intent.reasons)})")
+    if not decision.searched:
+        typer.echo("not searched: nothing is injected for this kind of prompt")
+    else:
+        window = f"the last {decision.window_days:g} days" if decision.window_days else "all time"
+        typer.echo(f"searched {window} in {scope}: {len(decision.candidates)} candidate(s)")
+    for c in decision.candidates:
+        s = c.signals
+        sim = "-" if s.get("similarity") is None else f"{s['similarity']:.2f}"
+        typer.echo(f"  {'TAKE' if c.taken else 'skip'} #{c.memory.id:<6} {c.memory.kind:<8} evidence {c.evidence:.2f} "
+                   f"(cosine {sim}, coverage {s.get('coverage', 0):.2f}, lexical #{s.get('lexical_rank')}, "
+                   f"dense #{s.get('dense_rank')})  {one_line(c.memory.text, 70)}")
+        typer.echo(f"       {c.why}")
+    typer.echo(block if block else "→ nothing injected")
+
+
 def print_memory(memory) -> None:
     stamp = memory.created_at.astimezone().strftime("%Y-%m-%d %H:%M")
     typer.echo(f"#{memory.id}  {memory.kind}  {stamp}  session {memory.session_id or '-'}")

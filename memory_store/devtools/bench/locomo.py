@@ -142,18 +142,31 @@ def summarize(rows: list[dict]) -> dict:
 
 
 def injection_check(recall, project: str, question: str, evidence: list[str], turns: dict[str, str],
-                    session_id: str, now: float) -> dict:
-    """What the UserPromptSubmit path would inject for this question (warm-tier rules, with the
-    memory ages as of the conversation's end), and whether it holds an evidence turn."""
+                    session_id: str, now: float, answer: str = "") -> dict:
+    """What the UserPromptSubmit path would inject for this question (the gate's rules, with the
+    memory ages as of the conversation's end), and whether the injected text holds an evidence turn:
+    `useful` when one is there in full, `useful_words` when at least 70 % of one's content words are
+    (an excerpt of a turn's sentences counts)."""
     from ...core import inject, tiers
 
     store = recall.store
-    hits, cues = tiers.warm_recall(store, recall.models, project, session_id, question, now)
-    text, ids = inject.render_block(hits, "Possibly relevant memories:", store.config.inject.budget_chars,
-                                    store.config.inject.max_item_chars, now)
-    kept = [h for h in hits if h.id in ids]
-    useful = any(matches(h.text, turns[d]) for h in kept for d in evidence)
-    return {"cued": bool(cues), "injected": bool(kept), "useful": useful, "chars": len(text)}
+    decision = tiers.warm_recall(store, recall.models, project, session_id, question, now)
+    text, ids = inject.render_block(tiers.warm_items(store, decision), "Possibly relevant to this prompt:",
+                                    store.config.inject.budget_chars, store.config.inject.max_item_chars, now)
+    useful = bool(ids) and any(matches(text, turns[d]) for d in evidence)
+    useful_words = bool(ids) and any(_words_held(text, turns[d]) for d in evidence)
+    holds_answer = bool(ids) and bool(answer) and collapse(answer).lower() in collapse(text).lower()
+    return {"cued": decision.searched, "injected": bool(ids), "useful": useful, "useful_words": useful_words,
+            "answer": holds_answer, "chars": len(text)}
+
+
+def _words_held(text: str, turn: str) -> bool:
+    from ...core import ranking
+
+    bare = turn.split(": ", 1)[1] if ": " in turn else turn
+    wanted = {w for w in ranking.words(bare) if w not in ranking.STOPWORDS}
+    present = set(ranking.words(text))
+    return bool(wanted) and len(wanted & present) / len(wanted) >= 0.7
 
 
 def rank_bm25_search(store, project: str, question: str, cache: dict) -> list[str]:
@@ -230,7 +243,8 @@ def run_locomo(file: Path, methods: list[str], conversations: list[str] | None =
                     rows[method].append(row)
                 if injection:
                     result = injection_check(injecting, project, qa["question"], evidence, turns,
-                                             f"bench-{sample['sample_id']}-{number}", end + 86400)
+                                             f"bench-{sample['sample_id']}-{number}", end + 86400,
+                                             str(qa.get("answer", "")))
                     result["category"] = category
                     inject_rows.append(result)
             echo(f"{sample['sample_id']}: done")
@@ -251,6 +265,8 @@ def run_locomo(file: Path, methods: list[str], conversations: list[str] | None =
             "cued": sum(r["cued"] for r in inject_rows),
             "injected": len(injected),
             "precision": round(sum(r["useful"] for r in injected) / len(injected), 4) if injected else 0.0,
+            "precision_words": round(sum(r["useful_words"] for r in injected) / len(injected), 4) if injected else 0.0,
+            "answer_share": round(sum(r["answer"] for r in injected) / len(injected), 4) if injected else 0.0,
             "chars_per_injection": round(sum(r["chars"] for r in injected) / len(injected)) if injected else 0,
         }
     return report_data
@@ -270,6 +286,8 @@ def format_report(report: dict) -> str:
     if "injection" in report:
         inj = report["injection"]
         lines.append(f"injection: {inj['injected']} of {inj['questions']} questions injected ({inj['cued']} cued), "
-                     f"precision {inj['precision']:.3f} (share holding an evidence turn), "
+                     f"precision {inj['precision']:.3f} (share holding an evidence turn in full; "
+                     f"{inj.get('precision_words', 0):.3f} holding 70 % of one's words; {inj.get('answer_share', 0):.3f} "
+                     f"holding the gold answer), "
                      f"{inj['chars_per_injection']} chars each")
     return "\n".join(lines)

@@ -1,0 +1,204 @@
+"""The injection gate: for a prompt, inject a few memories or stay silent, and say why.
+
+Signals, in order:
+
+1. intent (intent.py): chat and instructions are never searched; an explicit reference to the
+   past lowers the bar and reaches beyond the warm window; general-knowledge questions raise it.
+2. per candidate (the best-ranked memories of the hybrid search): dense similarity to the prompt,
+   how much of the prompt's content its episode covers, whether the lexical and dense rankings
+   agree on it, what kind of memory it is. Together: its evidence; a candidate is taken when its
+   evidence reaches the bar of the prompt's intent.
+3. episodes (turns.py): a taken memory is shown through its episode (the answer first, the
+   question as a label); two candidates of one episode count once.
+4. current values (versions.py): a newer statement about the same subject with another value
+   replaces an older one, and says what it replaced.
+
+`judge` returns every candidate with its signals and verdict: the hook injects the taken ones,
+`recall explain` prints them all.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from . import intent as intents
+from . import ranking, search, sentences, versions
+from .config import Config
+from .records import Memory
+from .store import Row, Store
+from .timeparse import DAY
+from .turns import Episode, episode
+from .vectors import dot
+
+
+@dataclass
+class Candidate:
+    memory: Memory
+    signals: dict = field(default_factory=dict)
+    evidence: float = 0.0
+    taken: bool = False
+    why: str = ""
+    episode: Episode | None = None  # None in "cues" mode: the memory is shown alone, as the seed did
+    newer: list[Memory] = field(default_factory=list)  # newer statements that change a value it shows
+
+
+@dataclass
+class Decision:
+    prompt: str
+    intent: intents.Intent
+    candidates: list[Candidate] = field(default_factory=list)
+    searched: bool = False
+    window_days: float | None = None
+
+    @property
+    def taken(self) -> list[Candidate]:
+        return [c for c in self.candidates if c.taken]
+
+    @property
+    def inject(self) -> bool:
+        return bool(self.taken)
+
+    def as_dict(self) -> dict:
+        return {
+            "prompt": self.prompt, "inject": self.inject, "intent": self.intent.kind,
+            "intent_reasons": self.intent.reasons, "searched": self.searched, "window_days": self.window_days,
+            "candidates": [{"id": c.memory.id, "kind": c.memory.kind, "taken": c.taken, "why": c.why,
+                            "evidence": round(c.evidence, 3), "signals": c.signals,
+                            "newer": [m.id for m in c.newer],
+                            "text": c.memory.text[:300]} for c in self.candidates],
+        }
+
+
+def evidence(signals: dict, cfg) -> float:
+    """One number from a candidate's signals (weights in config.GateConfig)."""
+    similarity = signals["similarity"]
+    if similarity is None:  # no embeddings yet (model loading): the words stand in for the meaning
+        similarity = signals["coverage"]
+    value = similarity + cfg.coverage_weight * signals["coverage"]
+    value += cfg.agreement_weight * (signals["lexical_rank"] < 3 and signals["dense_rank"] < 3)
+    value += cfg.kind_bonus.get(signals["kind"], 0.0)
+    value += cfg.answer_type_weight * bool(signals.get("provides"))
+    return value
+
+
+def judge(store: Store, models, prompt: str, project: str, session_id: str | None, now: float | None = None,
+          exclude_ids=frozenset()) -> Decision:
+    """What the gate decides for `prompt` in `project` (read-only: nothing is stored or counted)."""
+    cfg: Config = store.config
+    now = time.time() if now is None else now
+    intent = intents.classify(prompt)
+    decision = Decision(prompt, intent)
+    if cfg.gate.mode == "cues":
+        return _judge_by_cues(store, models, decision, project, session_id, now, exclude_ids)
+    if not intent.searches or cfg.tiers.warm_top_k == 0:
+        return decision
+    window = None if intent.explicit else cfg.tiers.warm_window_days
+    decision.searched, decision.window_days = True, window
+    rcfg = cfg.ranking
+    embedder = models.embedder
+    found = search.candidates(store, embedder, rcfg, prompt, rcfg.candidates, project,
+                              None if window is None else now - window * DAY, None, now)
+    rows = [r for r in store.live_rows(found.fused) if r.id not in exclude_ids and r.project == project
+            and (session_id is None or r.session_id != session_id)]
+    ranked = search.score(rows, found, rcfg, now)
+    lexical_rank = _ranks(found.lexical)
+    dense_rank = _ranks(found.dense)
+    terms = ranking.answer_terms(found.query)
+    seen_episodes: list[set[int]] = []
+    for score, row in ranked:
+        if len(decision.candidates) >= cfg.gate.candidates:
+            break
+        candidate = Candidate(row.memory())
+        candidate.episode = episode(store, candidate.memory)
+        if _unanswered(candidate):
+            continue  # a question nobody answered holds no fact (e.g. an interrupted session)
+        ids = candidate.episode.ids()
+        if any(ids & other for other in seen_episodes):
+            continue  # one episode, judged once (by its best-ranked memory)
+        seen_episodes.append(ids)
+        similarity, best = _episode_similarity(store, candidate, found)
+        text = " ".join(p.text for p in candidate.episode.parts())
+        candidate.signals = {
+            "kind": best.kind, "score": round(score, 4),
+            "similarity": None if similarity is None else round(similarity, 4),
+            "lexical_rank": min((lexical_rank.get(i, 99) for i in ids), default=99),
+            "dense_rank": min((dense_rank.get(i, 99) for i in ids), default=99),
+            "coverage": round(ranking.term_coverage_of(terms, text), 3),
+            "provides": sorted(sentences.provides(text, intent.wants)),
+        }
+        candidate.evidence = evidence(candidate.signals, cfg.gate)
+        decision.candidates.append(candidate)
+    bar = cfg.gate.thresholds.get(intent.kind, 1.0) + (cfg.gate.existence_margin if intent.existence else 0.0)
+    order = (lambda c: -c.evidence) if cfg.gate.order == "evidence" else (lambda c: -c.signals["score"])
+    for candidate in sorted(decision.candidates, key=order):
+        if candidate.evidence < bar:
+            candidate.why = f"evidence {candidate.evidence:.2f} < {bar:.2f} for a {intent.kind} prompt"
+            continue
+        if candidate.episode.ids() & set(exclude_ids):
+            candidate.why = "its episode was injected into this session before"
+            continue
+        if len(decision.taken) >= cfg.tiers.warm_top_k:
+            candidate.why = f"top {cfg.tiers.warm_top_k} already taken"
+            continue
+        candidate.taken = True
+        candidate.why = f"evidence {candidate.evidence:.2f} >= {bar:.2f} for a {intent.kind} prompt"
+    versions.prefer_current(store, decision, found, now)
+    return decision
+
+
+def _episode_similarity(store: Store, candidate: Candidate, found) -> tuple[float | None, Memory]:
+    """The best cosine similarity between the query and a memory of the episode, and that memory."""
+    if found.vector is None:
+        return None, candidate.memory
+    best, best_memory = None, candidate.memory
+    members = [candidate.memory] + [m for t in candidate.episode.turns for m in (t.prompt, t.answer) if m is not None]
+    for memory in members:
+        similarity = found.dense.get(memory.id)
+        if similarity is None:
+            stored = store.vector_of(memory.id)
+            if stored is None:
+                continue
+            similarity = dot(stored, found.vector)
+        if best is None or similarity > best:
+            best, best_memory = similarity, memory
+    return best, best_memory
+
+
+def _ranks(scores: dict[int, float]) -> dict[int, int]:
+    return {memory_id: rank for rank, memory_id in enumerate(sorted(scores, key=scores.get, reverse=True))}
+
+
+def _unanswered(candidate: Candidate) -> bool:
+    """A question nobody answered (e.g. a prompt of a session that ended before the reply) holds no fact."""
+    if candidate.memory.kind != "prompt":
+        return False
+    turn = candidate.episode.turns[candidate.episode.main] if candidate.episode.turns else None
+    return "?" in candidate.memory.text and (turn is None or turn.answer is None)
+
+
+def _judge_by_cues(store: Store, models, decision: Decision, project: str, session_id: str | None, now: float,
+                   exclude_ids) -> Decision:
+    """The seed's rule, kept as a setting (gate.mode = "cues"): a cue in the prompt, then the best
+    `warm_top_k` memories of the warm window, each vetoed below `warm_min_similarity`."""
+    cfg = store.config
+    cues = ranking.prompt_cues(decision.prompt, cfg.cues)
+    decision.intent = intents.Intent("cued" if cues else "uncued", [f"cue: {c}" for c in cues])
+    if not cues or cfg.tiers.warm_top_k == 0:
+        return decision
+    decision.searched, decision.window_days = True, cfg.tiers.warm_window_days
+    hits = search.search(store, models, decision.prompt, limit=cfg.tiers.warm_top_k, project=project,
+                         since=now - cfg.tiers.warm_window_days * DAY, exclude_ids=exclude_ids,
+                         exclude_session=session_id, touch=False, now=now)
+    for hit in hits:
+        memory = store.get([hit.id])[0]
+        candidate = Candidate(memory, {"kind": hit.kind, "score": hit.score, "similarity": hit.similarity})
+        ok = hit.similarity is None or hit.similarity >= cfg.tiers.warm_min_similarity
+        candidate.taken = ok
+        candidate.why = (f"cosine {hit.similarity} " + (">=" if ok else "<") +
+                         f" {cfg.tiers.warm_min_similarity}") if hit.similarity is not None else "lexical match"
+        decision.candidates.append(candidate)
+    return decision
+
+
+__all__ = ["Candidate", "Decision", "judge", "Row"]
