@@ -62,6 +62,9 @@ class GateConfig(_Section):
     order: Literal["evidence", "score"] = Field(
         "score", description="Which candidates above the bar are taken first: the best ranked by search (LoCoMo dev: "
         "52.3 % of injections hold an evidence turn, against 48.1 % for the most evident first), or the most evident.")
+    margin: float = Field(
+        0.25, ge=0, description="A second memory is taken only if its evidence is at most this far below the first's "
+        "(a much weaker match beside a strong one is a lookalike).")
     existence_margin: float = Field(
         0.15, ge=0, description="Added to the bar for questions whether something happened at all ('did we ever …?').")
     answer_type_weight: float = Field(

@@ -141,6 +141,10 @@ def judge(store: Store, models, prompt: str, project: str, session_id: str | Non
         if len(decision.taken) >= cfg.tiers.warm_top_k:
             candidate.why = f"top {cfg.tiers.warm_top_k} already taken"
             continue
+        if decision.taken and candidate.evidence < decision.taken[0].evidence - cfg.gate.margin:
+            candidate.why = (f"evidence {candidate.evidence:.2f} is more than {cfg.gate.margin:.2f} below the "
+                             f"first taken ({decision.taken[0].evidence:.2f}): a lookalike, not a second answer")
+            continue
         candidate.taken = True
         candidate.why = f"evidence {candidate.evidence:.2f} >= {bar:.2f} for a {intent.kind} prompt"
     versions.prefer_current(store, decision, found, now)

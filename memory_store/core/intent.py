@@ -71,6 +71,12 @@ QUESTION_START = re.compile(
     r"how's|who's|why's)\b",
     re.IGNORECASE,
 )
+# A request phrased as a question ("can you add …?", "could you please rename …?") is an order, unless
+# what it asks for is itself a question about something ("could you check why …").
+POLITE_REQUEST = re.compile(r"^\s*(?:please\s+)?(?:can|could|would|will) you (?:please |kindly )?(?!tell|remind|"
+                            r"remember|recall|explain|check|look|find|see|figure|say)\w+", re.IGNORECASE)
+_WH_WORD = re.compile(r"\b(?:why|what|how|where|which|when|who)\b", re.IGNORECASE)
+
 # Words that start a sentence without being an order (pronouns, determiners, connectors …).
 NON_IMPERATIVE_START = frozenset("""
 i i'm i've i'd i'll we we're we've you you're he she it it's they there there's this that these those the a an my
@@ -146,6 +152,8 @@ def classify(prompt: str) -> Intent:
         return Intent("recall", [f"refers to earlier work ({explicit.group(0).lower()!r})"], asks(text))
     if len(content) <= 1 and len(words) <= 8:
         return Intent("chat", ["greeting or acknowledgement"])
+    if POLITE_REQUEST.match(text) and not _WH_WORD.search(text):
+        return Intent("instruction", ["a request to do something, phrased as a question"])
     question = _is_question(text)
     if not question:
         first = words[0] if words else ""

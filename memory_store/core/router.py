@@ -157,19 +157,18 @@ def skipped_turn_id(session_id: str, prompt_id: str) -> str:
 
 
 def session_brief(store: Store, event: SessionStart, project: str, now: float) -> dict:
-    """SessionStart: offer the hot tier. A new session (startup, clear) gets the latest
-    interactions of earlier sessions; after compaction the session's own recent interactions
-    come back too, since the summary replaced them; a resumed session only gets what it has
-    not been shown yet."""
+    """SessionStart: offer the brief of the hot tier (tiers.brief). A new session (startup, clear) gets
+    what earlier sessions settled; after compaction the session's own recent work comes back too,
+    since the summary replaced it; a resumed session only gets what it has not been shown yet."""
     if event.source == "compact":
         store.reset_injections(event.session_id)
-        items = list(tiers.hot_tier(store, project, now))
-        title = "The latest interactions in this project (re-offered after compaction):"
+        items = tiers.brief(store, project, now)
+        title = "The latest work in this project (re-offered after compaction):"
     else:
         shown = store.injected_ids(event.session_id)
-        items = [m for m in tiers.hot_tier(store, project, now, exclude_session=event.session_id) if m.id not in shown]
-        title = "The latest interactions from earlier sessions in this project (oldest first):"
-    text, ids = inject.render_block([inject.memory_item(m) for m in items], title, store.config.inject.hot_budget_chars,
+        items = [i for i in tiers.brief(store, project, now, exclude_session=event.session_id) if i.id not in shown]
+        title = "Recent work in this project, from earlier sessions (oldest first):"
+    text, ids = inject.render_block(items, title, store.config.inject.hot_budget_chars,
                                     store.config.inject.max_item_chars, now)
     store.mark_injected(event.session_id, ids, "SessionStart", now)
     return inject.hook_output("SessionStart", text)

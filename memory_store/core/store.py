@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import apsw
+
 from ..shared.logs import JsonLog
 from ..shared.paths import DataPaths
 from ..shared.text import one_line
@@ -381,8 +383,14 @@ class Store:
             return self.vectors.nearest(vector, n, project, since, until)
 
     def vector_of(self, memory_id: int) -> bytes | None:
+        """A memory's stored embedding; None when it has none yet (or there is no vector table yet)."""
+        if not self.vectors:
+            return None
         with self.lock:
-            return self.vectors.get(memory_id) if self.vectors else None
+            try:
+                return self.vectors.get(memory_id)
+            except apsw.SQLError:  # the table is created with the first embedding
+                return None
 
     def live_rows(self, ids) -> list[Row]:
         """The rows of these memories that are not superseded (in no particular order)."""

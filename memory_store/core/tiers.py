@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from . import gate, inject, ranking, sentences
+from . import gate, inject, ranking, sentences, turns
 from .capture import PROMPT_PREVIEW_CHARS, finish
 from .records import Memory
 from .store import Store
@@ -25,18 +25,43 @@ HOT_KINDS = ("exchange", "prompt")
 
 
 def hot_tier(store: Store, project: str, now: float, *, exclude_session: str | None = None,
-             only_session: str | None = None) -> deque[Memory]:
+             only_session: str | None = None, size: int | None = None) -> deque[Memory]:
     """The hot deque of a project, newest last: its latest exchanges, plus prompts still waiting
     for their answer (a prompt whose exchange is there is shown with it, not twice). Small talk has no
     place in it: an interaction whose question and answer are both greetings or acknowledgements
     ("hi", "ok continue" → "Done.") is skipped."""
     cfg = store.config.tiers
-    recent = store.recent(project, HOT_KINDS, now - cfg.hot_window_hours * HOUR, cfg.hot_size * 6,
+    size = cfg.hot_size if size is None else size
+    recent = store.recent(project, HOT_KINDS, now - cfg.hot_window_hours * HOUR, size * 6,
                           exclude_session=exclude_session, only_session=only_session)
     exchanges = [m for m in recent if m.kind == "exchange"]
     interactions = [m for m in recent if (m.kind == "exchange" or not any(_answers(e, m) for e in exchanges))
                     and not _small_talk(m)]
-    return deque(reversed(interactions[: cfg.hot_size]), maxlen=cfg.hot_size)
+    return deque(reversed(interactions[:size]), maxlen=size)
+
+
+def brief(store: Store, project: str, now: float, *, exclude_session: str | None = None) -> list[inject.Item]:
+    """The SessionStart brief: of the recent interactions in the hot window, the `hot_size` with the most
+    substance (decisions, fixes, errors and their resolution, values; a question still waiting for its
+    answer is an open thread), oldest first, each shown by what it settled."""
+    cfg = store.config
+    pool = list(hot_tier(store, project, now, exclude_session=exclude_session, size=cfg.tiers.hot_size * 3))
+    ranked = sorted(pool, key=lambda m: -_substance(m))[: cfg.tiers.hot_size]
+    limit = max(160, cfg.inject.hot_budget_chars // max(1, cfg.tiers.hot_size) + 60)
+    items = []
+    for memory in sorted(ranked, key=lambda m: (m.created_at, m.id)):
+        if memory.kind == "prompt":  # no answer yet
+            items.append(inject.Item(memory.id, "open", memory.created_at.timestamp(),
+                                     f"(open, no answer yet) {memory.text}"))
+        else:
+            items.append(inject.episode_item(turns.episode(store, memory), set(), limit))
+    return items
+
+
+def _substance(memory: Memory) -> float:
+    """How much an interaction settled: its densest sentence and its importance."""
+    said = max((sentences.density(s) for s in sentences.split(memory.text)), default=0.0)
+    return min(1.0, said / sentences.DENSE) + memory.importance
 
 
 def _small_talk(memory: Memory) -> bool:
