@@ -19,7 +19,7 @@ import threading
 import time
 from datetime import datetime, timezone
 
-from .core import doctor, gate, jobs, router
+from .core import doctor, forgetting, gate, jobs, router
 from .core.config import Config, load_config
 from .core.embed import Models
 from .core.records import Hit, Memory
@@ -121,8 +121,24 @@ class Recall:
         worker_client.stop_worker(self.paths)
         return jobs.reindex(self.store, embedder, progress)
 
-    def forget(self, memory_ids: list[int]) -> int:
-        return self.store.forget(memory_ids)
+    def select(self, **conditions) -> list[Memory]:
+        """The memories meeting every condition (ids, project, session_id, before, match): see
+        Store.select_memories. `recall forget` shows this selection before deleting it."""
+        return self.store.select_memories(**conditions)
+
+    def forget(self, memory_ids: list[int], also: list[str] = ()) -> list[Memory]:
+        """Delete memories for good (see Store.forget) and the copies of their text in the spool and the
+        logs (core.forgetting), plus any line holding one of the `also` strings (a --match query).
+        Returns what was deleted."""
+        gone = self.store.forget(memory_ids)
+        if gone or also:
+            forgetting.scrub_files(self.paths, [m.text for m in gone], list(also))
+        return gone
+
+    def purge(self) -> dict:
+        """Delete every memory of every project, the spool and the logs. Returns counts."""
+        projects = self.store.purge()
+        return {"projects": projects, "memories": sum(projects.values()), **forgetting.clear_files(self.paths)}
 
     def diagnose(self) -> list[doctor.Check]:
         return doctor.diagnose(self.store, self.models, worker_client.health(self.paths))

@@ -72,7 +72,8 @@ def test_stats_and_forget(home):
     ids = seed(home)
     stats = json.loads(invoke("stats", "--home", str(home), "--json"))
     assert stats["memories"] == 3 and stats["by_kind"]["tool"] == 1
-    assert json.loads(invoke("forget", str(ids[1]), "--home", str(home), "--json")) == {"forgotten": 1}
+    assert json.loads(invoke("forget", str(ids[1]), "--project", "/p/app", "--home", str(home), "--json")) == {
+        "forgotten": [ids[1]], "projects": ["/p/app"], "not_found": []}
     assert open_recall(home).store.counts()["memories"] == 2
 
 

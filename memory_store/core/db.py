@@ -58,6 +58,9 @@ def connect(path: Path, *, readonly: bool = False) -> apsw.Connection:
     # power loss can drop the last transactions.
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=ON")
+    # Forgetting means every byte is gone: deleted content is overwritten with zeros, not left
+    # in free pages (store.forget also checkpoints the WAL).
+    conn.execute("PRAGMA secure_delete=ON")
     return conn
 
 
@@ -179,7 +182,25 @@ def m001_initial(conn: apsw.Connection) -> None:
     )
 
 
-MIGRATIONS = [m001_initial]
+def m002_forget_for_good(conn: apsw.Connection) -> None:
+    """Ids are never reused: `recall forget 36 37` typed again from shell history must not delete
+    newer memories that took those ids. SQLite hands out max(id) + 1, so the highest id ever
+    deleted is kept and new memories start above it (store.NEXT_MEMORY_ID). And the full-text
+    index removes a deleted row's terms from its segments at once (FTS5 'secure-delete'), instead
+    of leaving them until the next merge."""
+    conn.execute(
+        """
+        CREATE TABLE id_watermark (name TEXT PRIMARY KEY, last_id INTEGER NOT NULL) WITHOUT ROWID;
+        INSERT INTO id_watermark(name, last_id) SELECT 'memories', coalesce(max(id), 0) FROM memories;
+        CREATE TRIGGER memories_id_watermark AFTER DELETE ON memories BEGIN
+            UPDATE id_watermark SET last_id = max(last_id, old.id) WHERE name = 'memories';
+        END;
+        INSERT INTO memories_fts(memories_fts, rank) VALUES ('secure-delete', 1);
+        """
+    )
+
+
+MIGRATIONS = [m001_initial, m002_forget_for_good]
 
 
 def schema_version(conn: apsw.Connection) -> int:

@@ -32,6 +32,9 @@ MEMORY_COLUMNS = (
 )
 CONVERSATION_KINDS = ("prompt", "exchange")  # the turns of a conversation: each other's context
 TURN_SEPARATOR = "\n\x1e "  # between neighbouring turns in the context columns
+# A new memory's id: above every id in use and every id ever deleted (db.m002: ids are never reused).
+NEXT_MEMORY_ID = ("(SELECT max(coalesce((SELECT max(id) FROM memories), 0), "
+                  "coalesce((SELECT last_id FROM id_watermark WHERE name = 'memories'), 0)) + 1)")
 
 
 def content_hash(text: str) -> str:
@@ -150,8 +153,8 @@ class Store:
             before = TURN_SEPARATOR.join(one_line(text, cfg.max_turn_chars)
                                          for _, text, _ in reversed(neighbours[: cfg.turns_before]))
             conn.execute(
-                "INSERT INTO memories(project, session_id, kind, text, created_at, importance, content_hash, meta, "
-                "context_before) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO memories(id, project, session_id, kind, text, created_at, importance, content_hash, meta, "
+                f"context_before) VALUES ({NEXT_MEMORY_ID}, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (draft.project, draft.session_id, draft.kind, draft.text, draft.created_at, draft.importance,
                  digest, json.dumps(draft.meta, ensure_ascii=False), before),
             )
@@ -487,22 +490,111 @@ class Store:
 
     # --- forgetting -----------------------------------------------------------------------------
 
-    def forget(self, memory_ids: list[int]) -> int:
-        """Delete memories for good (vectors and index entries too); re-imports will not restore them."""
+    def select_memories(self, *, ids: list[int] | None = None, project: str | None = None,
+                        session_id: str | None = None, before: float | None = None,
+                        match: str | None = None) -> list[Memory]:
+        """The memories that meet every given condition (what `recall forget` would delete).
+        `match`: the text (or an exchange's question) contains it, case-insensitively."""
+        where, args = [], []
+        if ids is not None:
+            where.append(f"id IN ({_marks(ids)})")
+            args += list(ids)
+        if project is not None:
+            where.append("project = ?")
+            args.append(project)
+        if session_id is not None:
+            where.append("session_id = ?")
+            args.append(session_id)
+        if before is not None:
+            where.append("created_at < ?")
+            args.append(before)
+        if match is not None:
+            pattern = "%" + match.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            where.append("(text LIKE ? ESCAPE '\\' OR meta LIKE ? ESCAPE '\\')")
+            args += [pattern, pattern]
+        sql = f"SELECT {MEMORY_COLUMNS} FROM memories" + (" WHERE " + " AND ".join(where) if where else "")
+        return [row.memory() for row in self._rows(sql + " ORDER BY id", args)]
+
+    def forget(self, memory_ids: list[int]) -> list[Memory]:
+        """Delete memories for good and return them: their rows, vectors and index entries, and every
+        copy of their text in other memories (neighbours' context columns, an exchange's question).
+        With secure_delete and FTS5 secure-delete no byte stays in the file; the WAL is checkpointed
+        and truncated after. Re-imports will not restore them (the `forgotten` ledger keeps event ids)."""
         if not memory_ids:
-            return 0
+            return []
         marks = _marks(memory_ids)
         now = time.time()
-        with self.lock, db.write_transaction(self.conn):
-            self.conn.execute(
-                f"INSERT OR IGNORE INTO forgotten(event_id, forgotten_at) SELECT event_id, ? FROM events "
-                f"WHERE memory_id IN ({marks})",
-                [now, *memory_ids],
-            )
-            if self.vectors and self.vectors.exists():
-                self.vectors.delete(list(memory_ids))
-            self.conn.execute(f"DELETE FROM memories WHERE id IN ({marks})", list(memory_ids))
-            return self.conn.changes()
+        with self.lock:
+            with db.write_transaction(self.conn):
+                gone = [row.memory() for row in self._rows(
+                    f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({marks})", list(memory_ids))]
+                ids = [m.id for m in gone]
+                if not ids:
+                    return []
+                marks = _marks(ids)
+                self.conn.execute(
+                    f"INSERT OR IGNORE INTO forgotten(event_id, forgotten_at) SELECT event_id, ? FROM events "
+                    f"WHERE memory_id IN ({marks})", [now, *ids])
+                if self.vectors and self.vectors.exists():
+                    self.vectors.delete(ids)
+                self.conn.execute(f"DELETE FROM memories WHERE id IN ({marks})", ids)
+                texts = [m.text for m in gone]
+                for session_id, project in {(m.session_id, m.project) for m in gone if m.session_id}:
+                    self._rebuild_context(session_id, project)
+                    self._drop_quoted_questions(session_id, project, texts)
+            self.checkpoint()
+        return gone
+
+    def _rebuild_context(self, session_id: str, project: str) -> None:
+        """Recompute the context columns of a session's memories from the turns that remain
+        (as _record_locked builds them: up to `turns_before` earlier turns, `turns_after` later ones)."""
+        cfg = self.config.context
+        rows = self.conn.execute(
+            "SELECT id, kind, text, context_before, context_after FROM memories WHERE session_id = ? AND project = ? "
+            "ORDER BY created_at, id", (session_id, project)).fetchall()
+        turns = [(i, one_line(text, cfg.max_turn_chars)) for i, (_, kind, text, _, _) in enumerate(rows)
+                 if kind in CONVERSATION_KINDS]
+        for position, (memory_id, kind, _text, before, after) in enumerate(rows):
+            earlier = [t for i, t in turns if i < position][-cfg.turns_before:] if cfg.turns_before else []
+            later = ([t for i, t in turns if i > position][: cfg.turns_after]
+                     if kind in CONVERSATION_KINDS and cfg.turns_after else [])
+            new_before, new_after = TURN_SEPARATOR.join(earlier), TURN_SEPARATOR.join(later)
+            if (new_before, new_after) != (before, after):
+                self.conn.execute("UPDATE memories SET context_before = ?, context_after = ? WHERE id = ?",
+                                  (new_before, new_after, memory_id))
+
+    def _drop_quoted_questions(self, session_id: str, project: str, texts: list[str]) -> None:
+        """An exchange keeps a preview of its prompt in meta["prompt"]: drop it when that prompt is forgotten."""
+        for memory_id, meta_json in self.conn.execute(
+                "SELECT id, meta FROM memories WHERE session_id = ? AND project = ? AND kind = 'exchange'",
+                (session_id, project)).fetchall():
+            meta = json.loads(meta_json or "{}")
+            quoted = str(meta.get("prompt") or "").rstrip("…").strip()
+            if quoted and any(quoted in text for text in texts):
+                meta.pop("prompt")
+                self.conn.execute("UPDATE memories SET meta = ? WHERE id = ?",
+                                  (json.dumps(meta, ensure_ascii=False), memory_id))
+
+    def purge(self) -> dict[str, int]:
+        """Delete every memory of every project; returns how many per project."""
+        with self.lock:
+            with db.write_transaction(self.conn):
+                counts = dict(self.conn.execute("SELECT project, count(*) FROM memories GROUP BY project").fetchall())
+                self.conn.execute("INSERT OR IGNORE INTO forgotten(event_id, forgotten_at) "
+                                  "SELECT event_id, ? FROM events WHERE memory_id IS NOT NULL", (time.time(),))
+                if self.vectors and self.vectors.exists():
+                    self.vectors.delete([row[0] for row in self.conn.execute("SELECT id FROM memories")])
+                self.conn.execute("DELETE FROM memories")
+                self.conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
+            self.checkpoint()
+        return counts
+
+    def checkpoint(self) -> bool:
+        """Copy the WAL into the database and truncate it; False when a reader kept it from finishing
+        (another process in the middle of a read: the WAL is then truncated on a later checkpoint)."""
+        with self.lock:
+            busy, _log, _copied = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return busy == 0
 
     # --- health (recall doctor) -------------------------------------------------------------------
 

@@ -269,19 +269,123 @@ def doctor(
         raise typer.Exit(1)
 
 
+def parse_when(value: str) -> float:
+    """A date for --before: ISO ("2026-03-01", "2026-03-01T12:00") or an age ("30d", "12h", "2w")."""
+    from datetime import datetime
+
+    text = value.strip()
+    units = {"h": 3600, "d": 86400, "w": 7 * 86400}
+    if text[:-1].isdigit() and text[-1:].lower() in units:
+        return time.time() - int(text[:-1]) * units[text[-1].lower()]
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not a date (2026-03-01) or an age (30d, 12h, 2w)",
+                                 param_hint="--before") from None
+    return (moment if moment.tzinfo else moment.astimezone()).timestamp()
+
+
+def parse_ids(values: list[str]) -> list[int]:
+    """Memory ids as typed or as printed by `recall search --index` (#12)."""
+    ids = []
+    for value in values:
+        try:
+            ids.append(int(value.strip().lstrip("#")))
+        except ValueError:
+            raise typer.BadParameter(f"{value!r} is not a memory id (a number such as 12 or #12)") from None
+    return ids
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    return f"{count} {word if count == 1 else (many or word + 's')}"
+
+
+def memories_by_project(memories) -> str:
+    counts: dict[str, int] = {}
+    for memory in memories:
+        counts[memory.project] = counts.get(memory.project, 0) + 1
+    return ", ".join(f"{plural(n, 'memory', 'memories')} in {project}" for project, n in sorted(counts.items()))
+
+
+def confirm_or_stop(question: str, yes: bool) -> None:
+    """Ask before a destructive change; without a terminal, --yes is required."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        typer.echo(f"{question} Not done: rerun with --yes to confirm.", err=True)
+        raise typer.Exit(1)
+    if not typer.confirm(question, default=False):
+        typer.echo("Nothing forgotten.")
+        raise typer.Exit(1)
+
+
 @app.command()
 def forget(
-    ids: Annotated[list[int], typer.Argument(help="Memory ids to delete for good.")],
+    ids: Annotated[Optional[list[str]], typer.Argument(help="Memory ids (12 or #12).", show_default=False)] = None,
+    project: Annotated[Optional[str], typer.Option("--project", help="Project path (default: the current "
+                                                   "directory's project).")] = None,
+    all_projects: Annotated[bool, typer.Option("--all-projects", help="Look in every project.")] = False,
+    session: Annotated[Optional[str], typer.Option("--session", help="Every memory of this session.")] = None,
+    before: Annotated[Optional[str], typer.Option("--before", help="Memories older than this date (2026-03-01) "
+                                                  "or age (30d).")] = None,
+    match: Annotated[Optional[str], typer.Option("--match", help="Memories whose text contains this "
+                                                 "(case-insensitive); also removed from logs.")] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before deleting several memories.")] = False,
     home: HomeOption = None,
     json_output: JsonOption = False,
 ):
-    """Delete memories (re-imports will not bring them back). Example: recall forget 12"""
+    """Delete memories for good: their text leaves the database, its index, the neighbours' context, the
+    spool and the logs. Limited to the current project unless --project or --all-projects.
+    Examples: recall forget 12 · recall forget --match CorrectHorse42 · recall forget --before 90d --yes"""
+    if project and all_projects:
+        raise typer.BadParameter("use either --project or --all-projects")
+    if not (ids or session or before or match or project):
+        raise typer.BadParameter("say what to forget: ids, --session, --before, --match or --project")
+    if match is not None and not match.strip():
+        raise typer.BadParameter("--match needs some text", param_hint="--match")
+    wanted = parse_ids(ids or [])
+    scope = resolve_project(project, all_projects)
     with open_home(home) as recall:
-        removed = recall.forget(ids)
+        selected = recall.select(ids=wanted or None, project=scope, session_id=session,
+                                 before=parse_when(before) if before else None, match=match)
+        missing = sorted(set(wanted) - {m.id for m in selected})
+        if len(selected) > 1:
+            confirm_or_stop(f"Forget {memories_by_project(selected)}?", yes)
+        gone = recall.forget([m.id for m in selected], also=[match] if match else [])
     if json_output:
-        emit_json({"forgotten": removed})
-    else:
-        typer.echo(f"forgot {removed} memor{'y' if removed == 1 else 'ies'}")
+        emit_json({"forgotten": [m.id for m in gone], "projects": sorted({m.project for m in gone}),
+                   "not_found": missing})
+    elif gone:
+        typer.echo(f"forgot {memories_by_project(gone)}")
+    elif not missing:
+        typer.echo("No memory matches" + (f" in {scope}." if scope else "."))
+    if missing:
+        where = f" in {scope} (other projects: --all-projects)" if scope else ""
+        typer.echo(f"not found{where}: {', '.join(f'#{i}' for i in missing)}", err=True)
+        raise typer.Exit(1)
+
+
+@app.command()
+def purge(
+    everything: Annotated[bool, typer.Option("--all", help="Required: every memory of every project.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    home: HomeOption = None,
+    json_output: JsonOption = False,
+):
+    """Delete every memory of every project, the spool and the logs. Example: recall purge --all --yes"""
+    if not everything:
+        raise typer.BadParameter("purge deletes every memory of every project: say so with --all")
+    with open_home(home, ingest=False) as recall:
+        confirm_or_stop(f"Delete all {plural(recall.store.counts()['memories'], 'memory', 'memories')} "
+                        f"of every project in {recall.paths.home}?", yes)
+        report = recall.purge()
+    if json_output:
+        emit_json(report)
+        return
+    typer.echo(f"purged {plural(report['memories'], 'memory', 'memories')}"
+               + (f" ({', '.join(f'{n} in {p}' for p, n in sorted(report['projects'].items()))})"
+                  if report["projects"] else "")
+               + f", {plural(report['spool_files'], 'spooled event')} and {plural(report['log_files'], 'log file')}")
 
 
 @app.command()
