@@ -44,6 +44,11 @@ class Recall:
     def close(self) -> None:
         self.store.close()
 
+    def use_config(self, config: Config) -> None:
+        """Apply new settings from now on (the worker calls this when config.json changes). The
+        embedding model stays loaded: a different `embedding.model` needs `recall reindex`."""
+        self.config = self.store.config = self.models.config = config
+
     def __enter__(self) -> "Recall":
         return self
 

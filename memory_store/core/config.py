@@ -9,10 +9,11 @@ import this module (pydantic costs ~60 ms); it has only transport limits of its 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 
 class _Section(BaseModel):
@@ -176,6 +177,7 @@ class WorkerConfig(_Section):
 
 
 class Config(_Section):
+    _problems: list = PrivateAttr(default_factory=list)  # what load_config could not use (config_problems)
     capture: CaptureConfig = CaptureConfig()
     cues: CueConfig = CueConfig()
     gate: GateConfig = GateConfig()
@@ -188,8 +190,83 @@ class Config(_Section):
     worker: WorkerConfig = WorkerConfig()
 
 
+@dataclass(frozen=True)
+class ConfigProblem:
+    """A setting of config.json that could not be used, and what was used instead."""
+
+    file: str
+    key: str  # "tiers.hot_size"; "" for the file as a whole
+    value: str
+    reason: str
+    used: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}: {self.key}" if self.key else self.file
+        value = f" = {self.value}" if self.key else ""
+        return f"{where}{value}: {self.reason}; " + (f"using {self.used}" if self.used else "ignored")
+
+
 def load_config(path: Path | None) -> Config:
-    """The defaults, overridden by the JSON file at `path` when it exists."""
+    """The defaults, overridden by the JSON file at `path` when it exists. Never fails: a setting
+    that does not validate keeps its default (the rest of the file still applies) and is listed in
+    `config_problems(config)`, so one typo neither turns recall off nor costs every hook a crash."""
     if path is None or not path.is_file():
         return Config()
-    return Config.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    problems: list[ConfigProblem] = []
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        problems.append(ConfigProblem(str(path), "", "", f"unreadable or not JSON ({exc})", "the defaults"))
+        data = {}
+    if not isinstance(data, dict):
+        problems.append(ConfigProblem(str(path), "", "", "not a JSON object", "the defaults"))
+        data = {}
+    for _ in range(MAX_CONFIG_ERRORS):
+        try:
+            config = Config.model_validate(data)
+            break
+        except ValidationError as exc:
+            for error in exc.errors():
+                if not error["loc"]:  # a rule across settings: nothing to drop but the file
+                    problems.append(ConfigProblem(str(path), "", "", error["msg"], "the defaults"))
+                    data = {}
+                    continue
+                location, value = _pop(data, error["loc"])
+                unknown = error["type"] == "extra_forbidden"
+                problems.append(ConfigProblem(
+                    str(path), ".".join(location), json.dumps(value, default=str)[:80],
+                    "unknown setting" if unknown else error["msg"], "" if unknown else _default_of(location)))
+    else:
+        config = Config()
+    config._problems = problems
+    return config
+
+
+def config_problems(config: Config) -> list[ConfigProblem]:
+    return list(config._problems)
+
+
+MAX_CONFIG_ERRORS = 50  # validation rounds; each drops the settings it rejected
+
+
+def _pop(data: dict, location) -> tuple[list[str], object]:
+    """Remove the setting at `location` from the parsed file: (the key path removed, its value).
+    A bad item of a list removes the whole list (its default is used)."""
+    node, path = data, []
+    for index, part in enumerate(location):
+        if not isinstance(node, dict) or part not in node:
+            return [str(p) for p in location], None
+        path.append(str(part))
+        if index == len(location) - 1 or not isinstance(node[part], dict):
+            return path, node.pop(part)
+        node = node[part]
+    return path, None
+
+
+def _default_of(location: list[str]) -> str:
+    node = Config()
+    for part in location:
+        if not isinstance(node, BaseModel) or part not in type(node).model_fields:
+            return ""
+        node = getattr(node, part)
+    return f"the default {json.dumps(node, default=str) if not isinstance(node, BaseModel) else 'section'}"

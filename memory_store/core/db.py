@@ -18,6 +18,9 @@ from pathlib import Path
 
 import apsw
 
+from ..shared.files import atomic_write
+from ..shared.paths import DB_RECOVERY_NOTE
+
 BUSY_TIMEOUT_MS = 10_000  # many hooks write at once; waiting beats "database is locked"
 
 
@@ -62,6 +65,51 @@ def connect(path: Path, *, readonly: bool = False) -> apsw.Connection:
     # in free pages (store.forget also checkpoints the WAL).
     conn.execute("PRAGMA secure_delete=ON")
     return conn
+
+
+DAMAGE = (apsw.NotADBError, apsw.CorruptError)  # the file is not (or no longer) a sound database
+
+
+def open_database(path: Path) -> apsw.Connection:
+    """connect() and migrate(); a damaged file is moved aside (`recall.db.corrupt-<time>`, with its
+    WAL) and a new database created, so capture goes on. The move is recorded in DB_RECOVERY_NOTE for
+    `recall doctor` and the next SessionStart to report."""
+    inode = _inode(path)
+    try:
+        conn = connect(path)
+        migrate(conn)
+        return conn
+    except DAMAGE as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    if _inode(path) == inode:  # not already replaced by another process that saw the same damage
+        move_aside(path, error)
+    conn = connect(path)
+    migrate(conn)
+    return conn
+
+
+def move_aside(path: Path, error: str) -> Path:
+    """Rename a damaged database (and its -wal/-shm) out of the way; returns the new name."""
+    import json
+    import time
+
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            os.replace(f"{path}{suffix}", f"{target}{suffix}")
+        except FileNotFoundError:
+            pass
+    note = {"moved_to": str(target), "at": time.time(), "error": error, "told": False}
+    atomic_write(path.parent / DB_RECOVERY_NOTE, json.dumps(note))
+    return target
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
 
 
 @contextmanager

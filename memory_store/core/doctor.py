@@ -12,7 +12,8 @@ from dataclasses import asdict, dataclass
 
 from ..version import __version__
 from ..shared import spool
-from . import db
+from . import alerts, db
+from .config import config_problems
 from .store import Store
 
 
@@ -104,5 +105,26 @@ def check_worker(health: dict | None, reason: str = "") -> list[Check]:
                   "an old worker will hand over to this version on the next hook")]
 
 
+def check_config(store: Store) -> list[Check]:
+    problems = config_problems(store.config)
+    if not problems:
+        return [Check("config", True, f"{store.paths.config} " + ("valid" if store.paths.config.exists()
+                                                                   else "absent: defaults"))]
+    return [Check("config", False, str(problem), f"fix or remove this setting in {store.paths.config}")
+            for problem in problems]
+
+
+def check_recovery(store: Store) -> list[Check]:
+    """A damaged database moved aside stays a finding until its copy is dealt with."""
+    note = alerts.recovery(store.paths)
+    if not note or not os.path.exists(str(note.get("moved_to", ""))):
+        return []
+    moved = note["moved_to"]
+    return [Check("damaged database", False, alerts.recovery_line(note).removeprefix("recall: "),
+                  f"salvage rows with `sqlite3 {moved} .recover | sqlite3 salvaged.db`; `recall import "
+                  f"~/.claude/projects` brings back the sessions Claude Code still has; then delete {moved}")]
+
+
 def diagnose(store: Store, models, worker_health: dict | None) -> list[Check]:
-    return check_environment(store, models) + check_files(store) + check_database(store) + check_worker(worker_health)
+    return (check_environment(store, models) + check_config(store) + check_files(store) + check_database(store)
+            + check_recovery(store) + check_worker(worker_health))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from ..shared import spool
-from . import capture, inject, tiers
+from . import alerts, capture, inject, tiers
 from .hook_events import (HANDLED_EVENTS, PostToolUse, PostToolUseFailure, SessionEnd, SessionStart, Stop,
                           UserPromptSubmit, parse_event)
 from .projects import project_for
@@ -171,4 +171,9 @@ def session_brief(store: Store, event: SessionStart, project: str, now: float) -
     text, ids = inject.render_block(items, title, store.config.inject.hot_budget_chars,
                                     store.config.inject.max_item_chars, now)
     store.mark_injected(event.session_id, ids, "SessionStart", now)
-    return inject.hook_output("SessionStart", text)
+    output = inject.hook_output("SessionStart", text)
+    if event.source != "compact":  # once per session: what recall could not use or had to repair
+        message = alerts.session_message(store.paths, store.config)
+        if message:
+            output["systemMessage"] = message
+    return output

@@ -93,8 +93,7 @@ class Store:
         self.config = config
         self.log = JsonLog(paths.log_file, "store")
         self.lock = threading.RLock()
-        self.conn = db.connect(paths.db)
-        db.migrate(self.conn)
+        self.conn = db.open_database(paths.db)
         self.vector_error = db.load_vec(self.conn)
         self.vectors = VectorIndex(self.conn) if self.vector_error is None else None
 

@@ -101,6 +101,9 @@ def log_file(home: str) -> str:
     return os.path.join(home, "logs", "recall.log")
 
 
+DB_RECOVERY_NOTE = "db-recovered.json"
+
+
 class DataPaths:
     """Every file recall uses inside one data directory, as pathlib.Path objects."""
 
@@ -112,6 +115,11 @@ class DataPaths:
     @property
     def db(self):
         return self.home / "recall.db"
+
+    @property
+    def db_recovery_note(self):
+        """Written when a damaged recall.db was moved aside (core.db.open_database)."""
+        return self.home / DB_RECOVERY_NOTE
 
     @property
     def config(self):

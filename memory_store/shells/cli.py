@@ -45,7 +45,8 @@ def open_home(home: Optional[Path], *, ingest: bool = True):
     try:
         recall = open_recall(home)
     except Exception as exc:  # unreadable data dir, newer schema …
-        raise typer.BadParameter(f"cannot open the store: {exc}", param_hint="--home") from exc
+        typer.echo(f"recall: cannot open the store in {DataPaths(home).home}: {exc}", err=True)
+        raise typer.Exit(1) from exc
     if ingest:
         recall.ingest_spool()
     return recall
@@ -495,6 +496,21 @@ def bench_latency(
         emit_json(report)
     else:
         typer.echo(format_latency(report))
+
+
+@bench_app.command("soak")
+def bench_soak(
+    hooks: Annotated[int, typer.Option(min=100, help="How many hook events to send.")] = 10_000,
+    json_output: JsonOption = False,
+):
+    """The worker's memory over many hooks (it should stay flat)."""
+    from ..devtools.bench.soak import format_soak, run_soak
+
+    report = run_soak(hooks, echo=lambda message: typer.echo(message, err=True))
+    if json_output:
+        emit_json(report)
+    else:
+        typer.echo(format_soak(report))
 
 
 @app.callback(invoke_without_command=True)

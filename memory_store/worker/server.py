@@ -31,8 +31,8 @@ import traceback
 
 from ..version import __version__
 from ..api import Recall
-from ..core import jobs
-from ..core.config import load_config
+from ..core import db, jobs
+from ..core.config import config_problems, load_config
 from ..core.embed import EmbeddingUnavailable, load_embedder
 from ..core.router import BadEvent
 from ..core.store import Store
@@ -82,6 +82,7 @@ class _TcpServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
 class Worker:
     def __init__(self, paths: DataPaths):
         self.paths = paths
+        self.config_stamp = self._config_stamp()
         self.config = load_config(paths.config)
         self.log = JsonLog(paths.log_file, "worker")
         # The model is loaded by the embedding thread, never on a request.
@@ -122,8 +123,26 @@ class Worker:
                                      "model": self.model_state})
         return protocol.encode({"ok": False, "error": f"unknown op {op!r}"})
 
+    def _config_stamp(self) -> tuple | None:
+        try:
+            st = os.stat(self.paths.config)
+        except OSError:
+            return None
+        return st.st_mtime_ns, st.st_size, st.st_ino
+
+    def refresh_config(self) -> None:
+        """A change to config.json applies from the next request on (one stat per request)."""
+        stamp = self._config_stamp()
+        if stamp == self.config_stamp:
+            return
+        self.config_stamp = stamp
+        self.config = load_config(self.paths.config)
+        self.recall.use_config(self.config)
+        self.log.info("config_reloaded", problems=len(config_problems(self.config)))
+
     def hook(self, message: dict, body: bytes) -> bytes:
         """Store one hook event; the answer body is exactly what the hook prints."""
+        self.refresh_config()
         self.ingest_spool()
         try:
             payload = parse_payload(body)
@@ -135,6 +154,8 @@ class Worker:
             return protocol.encode({"ok": False, "rejected": True, "error": str(exc)})
         except Exception as exc:  # e.g. disk full: the hook spools the event and tries later
             self.log.error("hook_failed", error=f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(limit=3))
+            if isinstance(exc, db.DAMAGE):
+                self.set_damaged_database_aside(exc)
             return protocol.encode({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
         self.work_event.set()
         if message.get("client_version") not in (None, __version__):
@@ -145,6 +166,7 @@ class Worker:
         return protocol.ok_header(len(stdout)) + stdout
 
     def search(self, message: dict) -> dict:
+        self.refresh_config()
         self.ingest_spool()  # a search must see every captured event
         hits = self.recall.search(
             str(message.get("query", "")), limit=int(message.get("limit", 10)), project=message.get("project"),
@@ -157,6 +179,18 @@ class Worker:
             "uptime": round(time.time() - self.started, 1), "pending": self.recall.store.pending_embeddings(),
             "python": sys.executable,
         }
+
+    def set_damaged_database_aside(self, exc: Exception) -> None:
+        """The database turned out damaged while running: move it aside and exit; the hook spools
+        this event, and the next hook starts a worker on a new database that ingests the spool."""
+        try:
+            damaged = bool(self.recall.store.integrity_problems())
+        except db.DAMAGE:
+            damaged = True
+        if damaged:
+            moved = db.move_aside(self.paths.db, f"{type(exc).__name__}: {exc}")
+            self.log.error("database_moved_aside", to=str(moved))
+            threading.Thread(target=self.stop, daemon=True).start()
 
     # --- spool ------------------------------------------------------------------------------------
 
@@ -208,8 +242,8 @@ class Worker:
 
     def watch(self) -> None:
         """Exit when idle, when the data dir is gone, or when the socket is no longer ours."""
-        idle_limit = self.config.worker.idle_timeout_minutes * 60
-        while not self.stop_event.wait(min(WATCH_INTERVAL, idle_limit / 10)):
+        while not self.stop_event.wait(min(WATCH_INTERVAL, self.config.worker.idle_timeout_minutes * 6)):
+            idle_limit = self.config.worker.idle_timeout_minutes * 60  # config.json may change it
             if not self.paths.home.is_dir():
                 self.log.info("home_gone")
                 break
