@@ -15,7 +15,7 @@ from conftest import load_payload, wait_until_embedded, stored
 from memory_store import open_recall
 from memory_store.shared.paths import DataPaths
 from memory_store.shared.redact import clean, redact, strip_private
-from secrets_corpus import DOTENV, DOTENV_VALUES, PRIVATE_TEXT, SECRETS
+from secrets_corpus import DOTENV, DOTENV_VALUES, LOOKALIKES, PRIVATE_TEXT, SECRETS
 
 ALL_SECRET_VALUES = [value for _, _, value in SECRETS] + DOTENV_VALUES + [PRIVATE_TEXT]
 
@@ -100,6 +100,29 @@ def test_no_secret_reaches_disk_through_the_spool(hooks, home, project, tmp_path
     session_with_secrets(hooks, project)
     assert list(DataPaths(home).spool.glob("*.json"))
     assert_nothing_leaked(home)
+    with stored(home) as recall:  # then ingested into the database
+        assert recall.search("please use this", project=str(project))
+    assert not list(DataPaths(home).spool.glob("*.json"))
+    assert_nothing_leaked(home)
+
+
+def test_the_corpus_is_realistic_and_large():
+    assert len(SECRETS) >= 40 and len({kind for kind, _, _ in SECRETS}) == len(SECRETS)
+
+
+@pytest.mark.parametrize("text", LOOKALIKES)
+def test_lookalikes_are_left_alone(text):
+    assert clean(text) == text
+
+
+def test_lookalikes_are_stored_verbatim_through_the_hooks(hooks, home, project):
+    for i, text in enumerate(LOOKALIKES):
+        payload = load_payload("UserPromptSubmit", session_id="look", cwd=str(project), prompt=f"note: {text}",
+                               prompt_id=f"l{i}")
+        assert hooks.run("UserPromptSubmit", payload).returncode == 0
+    with stored(home) as recall:
+        texts = " ".join(m.text for m in recall.select(project=str(project)))
+    assert [text for text in LOOKALIKES if text not in texts] == []
 
 
 def test_no_secret_reaches_disk_through_import(home, tmp_path):

@@ -39,7 +39,15 @@ _SECRET_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
     ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), 0),
     ("slack-webhook", re.compile(r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_\-]+"), 0),
     ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"), 0),
-    ("stripe-key", re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{20,}\b"), 0),
+    ("stripe-key", re.compile(r"\b(?:[rs]k_(?:live|test)_[A-Za-z0-9]{20,}|whsec_[A-Za-z0-9]{24,})\b"), 0),
+    ("sendgrid-key", re.compile(r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"), 0),
+    ("twilio-key", re.compile(r"\b(?:SK|AC)[0-9a-f]{32}\b"), 0),
+    ("mailgun-key", re.compile(r"\bkey-[0-9a-zA-Z]{32}\b"), 0),
+    ("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), 0),
+    ("pypi-token", re.compile(r"\bpypi-[A-Za-z0-9_\-]{50,}"), 0),
+    ("huggingface-token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), 0),
+    ("digitalocean-token", re.compile(r"\bdo[opr]_v1_[a-f0-9]{64}\b"), 0),
+    ("discord-webhook", re.compile(r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]+"), 0),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), 0),
     (
         "authorization",
@@ -54,16 +62,39 @@ _SECRET_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
         re.compile(r"(?i)((?:x-api-key|api-key|x-auth-token|x-access-token)[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{4,})"),
         2,
     ),
-    ("url-password", re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s:/@\"']+:)([^\s@/\"']{1,})(?=@)"), 2),
+    ("url-password", re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s:/@\"']*:)([^\s@/\"']{1,})(?=@)"), 2),
+    # mysql -pSECRET (glued: "-p SECRET" with a space prompts, and the next word is a database name)
+    ("cli-password", re.compile(r"(\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;&]*?\s-p)"
+                                r"([^\s\-'\"$][^\s'\"]*|'[^'\n]+'|\"[^\"\n]+\")"), 2),
+    # docker/podman/helm/sshpass -p SECRET, curl -u user:SECRET
+    ("cli-password", re.compile(r"(\b(?:(?:docker|podman|nerdctl|buildah|skopeo|oras)\s+login|helm\s+registry\s+login|"
+                                r"sshpass)\b[^\n|;&]*?\s-p(?:\s+|=))([^\s\-'\"$][^\s'\"]*|'[^'\n]+'|\"[^\"\n]+\")"), 2),
+    ("cli-password", re.compile(r"(\b(?:curl|wget|http|https|xh)\b[^\n|;&]*?(?:\s-u\s*|\s--user[=\s]+)['\"]?[^\s:'\"]+:)"
+                                r"((?!\$)[^\s'\"@]+)"), 2),
+    # --password VALUE, --token=VALUE, --api-key VALUE … (not --password-file, --password-stdin or $VARS)
+    ("cli-secret-flag", re.compile(r"(?i)(\s--(?:[a-z0-9]+-)*(?:password|passwd|pass|token|api-?key|secret|"
+                                   r"client-secret|auth-token|access-token|access-key|secret-key)(?:=|\s+))"
+                                   r"([^\s\-'\"$][^\s'\"]*|'[^'\n]+'|\"[^\"\n]+\")"), 2),
     (
         "credential",
         re.compile(
-            r"(?i)((?<![A-Za-z0-9])[A-Za-z0-9_.\-]*(?:password|passwd|pwd|passphrase|secret|token|api[_\-]?key|"
+            r"(?i)((?<![A-Za-z0-9])[A-Za-z0-9_.\-]*(?:password|passwd|pwd|passphrase|secret|token|api[_\-]?key|_pass|"
             r"access[_\-]?key|private[_\-]?key|client[_\-]?secret|auth[_\-]?key|credentials?)[\"']?"
-            r"\s*(?:=|:=|:|=>)\s*)(\"[^\"\n]*\"|'[^'\n]*'|[^\s,;&)}\]]+)"
+            r"\s*(?:=|:=|:|=>)\s*)(\"[^\"\n]*\"|'[^'\n]*'|(?=([^\s,;&)}\]]+))\3(?<!:)(?!\s*=))"
+            # (the lookahead + backreference takes the whole word or nothing: a word that is itself a key,
+            # "credentials: TOKEN: x", is left for the match that starts at it)
         ),
         2,
     ),
+    # SENDGRID_KEY=…, stripe_key: … — a *_key is a secret when its value looks like one (not primary_key: id)
+    ("credential", re.compile(r"(?i)((?<![A-Za-z0-9])[A-Za-z0-9_.\-]*_key[\"']?\s*(?:=|:=|:|=>)\s*[\"']?)"
+                              r"((?-i:(?=[\w\-./+=]*\d)(?=[\w\-./+=]*[A-Z])(?=[\w\-./+=]*[a-z])[\w\-./+=]{16,}|[a-fA-F0-9]{24,}))"), 2),
+    # prose: "the prod db password is CorrectHorse42", "my api key for staging is …" (a value with a digit, a
+    # capital inside or a symbol, or in quotes: "the password is stored in vault" stays)
+    ("stated-secret", re.compile(
+        r"(?i)(\b(?:password|passphrase|passcode|passwd|pwd|secret|token|api[ _\-]?key|access[ _\-]?key|pin)"
+        r"(?:\s+(?:for|of|to|on|in)(?:\s+[\w.\-]+){1,4}?)?\s+(?:is|was|=|:|is now|set to|changed to)\s+)"
+        r"((?-i:[\"'`][^\"'`\n]{3,}[\"'`]|(?=\S*(?:\d|[a-z][A-Z]|[^\w\s.,;:!?'\"`()]))[^\s,;'\"`()]{4,}(?<![.!?])))"), 2),
 ]
 
 # KEY=VALUE lines of dotenv files: every value is treated as secret.
