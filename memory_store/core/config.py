@@ -174,6 +174,9 @@ class WorkerConfig(_Section):
     embed_batch: int = Field(
         256, ge=1, description="Memories taken from the embedding queue per round (sorted by length, less padding)."
     )
+    log_level: Literal["info", "debug"] = Field(
+        "info", description="debug: the worker also logs each request's time per stage (embed, lexical, vector, "
+        "rank, gate, render, store, ...) as a `stages` line.")
 
 
 class Config(_Section):

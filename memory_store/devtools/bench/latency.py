@@ -150,7 +150,7 @@ def measure_hooks(root: Path, home: Path, project: str, runs: int, echo=print) -
         for event, payload in payloads(project, session).items():
             command, _ = runner.commands(event, payload)[0]
             data = json.dumps(payload).encode()
-            results[event].append(timed_run(["/bin/sh", "-c", command], data, env))
+            results[event].append(timed_run(command, data, env))
             results["bare python"].append(timed_run(bare_argv, b"", env))
             if i < 5:  # peak memory barely varies; a few samples suffice
                 rss[event].append(peak_rss_kb([python, "-I", "-S", str(root / "hooks" / "hook.py"), event], data, env))
@@ -164,13 +164,47 @@ def measure_hooks(root: Path, home: Path, project: str, runs: int, echo=print) -
     return report
 
 
+def worker_stages(home: Path) -> dict[str, dict[str, float]]:
+    """p50 per stage of each hook, from the worker's `stages` log lines (worker.log_level = debug)."""
+    from ...shared.logs import read_records
+
+    by_hook: dict[str, dict[str, list[float]]] = {}
+    for record in read_records(home / "logs" / "recall.log", "stages"):
+        stages = by_hook.setdefault(str(record.get("hook")), {})
+        for key, value in record.items():
+            if key.endswith("_ms") and isinstance(value, (int, float)):
+                stages.setdefault(key[:-3], []).append(float(value))
+    return {hook: {name: summarize(values)["p50"] for name, values in stages.items()}
+            for hook, stages in by_hook.items()}
+
+
+def worker_rss_mb(home: Path) -> float | None:
+    """The worker's resident memory now (Linux /proc), in MB."""
+    from ...shared.paths import DataPaths
+    from ...shared.worker_client import health
+
+    info = health(DataPaths(home)) or {}
+    try:
+        with open(f"/proc/{info['pid']}/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("VmRSS:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except (KeyError, OSError, ValueError):
+        return None
+    return None
+
+
 def measure_warm_query(home: Path, project: str, runs: int = 200) -> dict:
-    """The warm-tier query as the worker runs it for a UserPromptSubmit (model already loaded)."""
+    """The warm-tier query as the worker runs it for a UserPromptSubmit (model loaded, recent vectors
+    in RAM)."""
     from ...api import open_recall
     from ...core import tiers
+    from ...core.recent_vectors import RecentVectors
 
     recall = open_recall(home)
-    recall.models.load_embedder()  # once, before timing, as the worker does
+    embedder = recall.models.load_embedder()  # once, before timing, as the worker does
+    if embedder is not None and recall.store.vectors:
+        recall.store.keep_recent_vectors(RecentVectors(recall.config.tiers.warm_window_days + 1, embedder.dim))
     prompts = [f"Why does {s} time out against the staging cluster?" for s in SUBJECTS]
     times = []
     for i in range(runs):
@@ -204,15 +238,25 @@ def measure_import(entries: int, echo=print) -> dict:
                 parent = uuid
             (folder / f"import-{s}.jsonl").write_text("\n".join(lines) + "\n")
         recall = open_recall(base / "home")
-        recall.models.load_embedder()  # model loading is not part of an import
+        embedder = recall.models.load_embedder()  # model loading is not part of an import
         start = time.perf_counter()
         report = recall.import_transcripts([folder])
         imported = time.perf_counter() - start
+        start = time.perf_counter()
         embedded = recall.embed_pending()
-        total = time.perf_counter() - start
+        embedding = time.perf_counter() - start
+        # The model alone on the same texts (a sample), for comparison: what embedding could cost at best.
+        sample = [row[0] for row in recall.store.conn.execute("SELECT text FROM memories LIMIT 1000")]
+        start = time.perf_counter()
+        if embedder is not None:
+            embedder.embed(sample)
+        raw = time.perf_counter() - start
         recall.close()
         return {"entries": report.entries, "memories": report.new_memories, "import_s": round(imported, 1),
-                "embedded": embedded, "total_s": round(total, 1)}
+                "entries_per_s": round(report.entries / imported) if imported else None,
+                "embedded": embedded, "embed_s": round(embedding, 1),
+                "embedded_per_s": round(embedded / embedding, 1) if embedding and embedded else None,
+                "model_per_s": round(len(sample) / raw, 1) if embedder is not None and raw else None}
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -233,13 +277,18 @@ def run_latency(sizes: list[int], runs: int = 60, echo=print, import_entries: in
         try:
             echo(f"{size} memories:")
             seed_store(home, size, project, echo)
+            # The worker logs each request's stages (core/stages.py); they are read back below.
+            (home / "config.json").write_text(json.dumps({"worker": {"log_level": "debug"}}), encoding="utf-8")
             env = dict(os.environ, RECALL_HOME=str(home), RECALL_PYTHON=sys.executable)
             subprocess.run([str(root / "hooks" / "run"), "SessionStart"], input=json.dumps(
                 payloads(project, "warmup")["SessionStart"]).encode(), env=env, capture_output=True, timeout=60)
             wait_until_embedded(DataPaths(home), 120)
             hooks = measure_hooks(root, home, project, runs, echo)
+            stages = worker_stages(home)
+            rss = worker_rss_mb(home)
             warm = measure_warm_query(home, project)
-            report["sizes"][str(size)] = {"hooks_ms": hooks, "warm_query_ms": warm}
+            report["sizes"][str(size)] = {"hooks_ms": hooks, "worker_stages_ms": stages, "worker_rss_mb": rss,
+                                          "warm_query_ms": warm}
             echo(f"  UserPromptSubmit p50 {hooks['UserPromptSubmit']['p50']} ms "
                  f"({hooks['UserPromptSubmit']['p50_vs_bare']}x bare), warm query p50 {warm['p50']} ms")
         finally:
@@ -259,11 +308,19 @@ def format_latency(report: dict) -> str:
         for name, row in data["hooks_ms"].items():
             lines.append(f"  {name:<18} {row['p50']:>7} {row['p95']:>7} {row['p99']:>7} {row['p50_vs_bare']:>7} "
                          f"{row['peak_rss_mb']:>7} MB")
+        lines.append("  worker time per stage, p50 (ms):")
+        for hook, stages in data.get("worker_stages_ms", {}).items():
+            order = sorted(stages, key=lambda name: (name == "total", -stages[name]))
+            lines.append(f"    {hook:<18} " + ", ".join(f"{name} {stages[name]}" for name in order))
         warm = data["warm_query_ms"]
         lines.append(f"  warm-tier query inside the worker: p50 {warm['p50']} ms, p95 {warm['p95']} ms, "
                      f"p99 {warm['p99']} ms")
+        if data.get("worker_rss_mb") is not None:
+            lines.append(f"  worker RSS after the runs: {data['worker_rss_mb']} MB")
     if "import" in report:
         imp = report["import"]
-        lines.append(f"\nimport: {imp['entries']} entries -> {imp['memories']} memories in {imp['import_s']} s, "
-                     f"{imp['embedded']} embedded; {imp['total_s']} s in all")
+        lines.append(f"\nimport: {imp['entries']} entries -> {imp['memories']} memories in {imp['import_s']} s "
+                     f"({imp['entries_per_s']} entries/s, searchable by words from then on); embeddings: "
+                     f"{imp['embedded']} in {imp['embed_s']} s ({imp['embedded_per_s']}/s; the model alone on the "
+                     f"same texts: {imp['model_per_s']}/s)")
     return "\n".join(lines)
