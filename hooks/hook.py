@@ -24,4 +24,10 @@ if __name__ == "__main__":
     except BaseException as exc:  # noqa: BLE001 - last line of defence, exit 0 whatever happens
         if not isinstance(exc, (SystemExit, KeyboardInterrupt)):
             sys.stderr.write(f"recall: hook failed: {exc}\n")
-    sys.exit(0)
+    # Everything is written (the client writes its log lines with os.write); skipping the
+    # interpreter's teardown saves ~1.5 ms per hook.
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(0)

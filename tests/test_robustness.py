@@ -119,7 +119,7 @@ def test_parallel_sessions_with_killed_hooks_and_a_killed_worker(hooks, home, tm
         marker = f"marker{i:03d}x"
         payload = load_payload("UserPromptSubmit", session_id=f"s{i % 9}", cwd=str(projects[i % 3]),
                                prompt=f"remember the code word {marker} for later", prompt_id=f"p{i}")
-        proc = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=env, start_new_session=True)
         proc.stdin.write(json.dumps(payload).encode())
         proc.stdin.close()
@@ -209,7 +209,7 @@ def test_full_disk_does_not_affect_claude_code(hooks, home, project):
         payload = json.dumps(load_payload(name, cwd=str(project))).encode()
         command = hooks.commands(json.loads(payload)["hook_event_name"], None)[0][0]
         started = time.monotonic()
-        proc = subprocess.run(command, shell=True, input=payload, capture_output=True, env=hooks.env,
+        proc = subprocess.run(command, input=payload, capture_output=True, env=hooks.env,
                               preexec_fn=tiny_disk, timeout=30)
         assert proc.returncode == 0 and proc.stdout.strip() == b""
         assert time.monotonic() - started < 10

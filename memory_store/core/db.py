@@ -248,7 +248,19 @@ def m002_forget_for_good(conn: apsw.Connection) -> None:
     )
 
 
-MIGRATIONS = [m001_initial, m002_forget_for_good]
+def m003_vector_changes(conn: apsw.Connection) -> None:
+    """A log of which memories' vectors changed (added, replaced, deleted; memory_id 0: all of them), so
+    the worker's in-memory copy of recent vectors (core/recent_vectors.py) catches up with what other
+    processes wrote (an import, a forget) by reading a few rows instead of reloading everything."""
+    conn.execute(
+        """
+        CREATE TABLE vector_changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, memory_id INTEGER NOT NULL);
+        INSERT INTO vector_changes(memory_id) VALUES (0);
+        """
+    )
+
+
+MIGRATIONS = [m001_initial, m002_forget_for_good, m003_vector_changes]
 
 
 def schema_version(conn: apsw.Connection) -> int:

@@ -26,6 +26,7 @@ from . import intent as intents
 from . import ranking, search, sentences, versions
 from .config import Config
 from .records import Memory
+from .stages import stage
 from .store import Row, Store
 from .timeparse import DAY
 from .turns import Episode, episode
@@ -87,7 +88,8 @@ def judge(store: Store, models, prompt: str, project: str, session_id: str | Non
     """What the gate decides for `prompt` in `project` (read-only: nothing is stored or counted)."""
     cfg: Config = store.config
     now = time.time() if now is None else now
-    intent = intents.classify(prompt)
+    with stage("intent"):
+        intent = intents.classify(prompt)
     decision = Decision(prompt, intent)
     if cfg.gate.mode == "cues":
         return _judge_by_cues(store, models, decision, project, session_id, now, exclude_ids)
@@ -99,16 +101,32 @@ def judge(store: Store, models, prompt: str, project: str, session_id: str | Non
     embedder = models.embedder
     found = search.candidates(store, embedder, rcfg, prompt, rcfg.candidates, project,
                               None if window is None else now - window * DAY, None, now)
-    rows = [r for r in store.live_rows(found.fused) if r.id not in exclude_ids and r.project == project
-            and (session_id is None or r.session_id != session_id)]
-    ranked = search.score(rows, found, rcfg, now)
+    with stage("rank"):
+        rows = [r for r in store.live_rows(found.fused) if r.id not in exclude_ids and r.project == project
+                and (session_id is None or r.session_id != session_id)]
+        ranked = search.score(rows, found, rcfg, now)
+    with stage("gate"):
+        _weigh(store, decision, found, ranked, exclude_ids)
+    with stage("versions"):
+        versions.prefer_current(store, decision, found, now)
+    return decision
+
+
+def _weigh(store: Store, decision: Decision, found, ranked, exclude_ids) -> None:
+    """The best-ranked candidates' episodes and evidence, and which of them are taken."""
+    cfg: Config = store.config
+    intent = decision.intent
     lexical_rank = _ranks(found.lexical)
     dense_rank = _ranks(found.dense)
     terms = ranking.answer_terms(found.query)
     seen_episodes: list[set[int]] = []
+    seen_spans: list[tuple[str, float, float]] = []  # (session, first, last moment) of each judged episode
     for score, row in ranked:
         if len(decision.candidates) >= cfg.gate.candidates:
             break
+        if any(row.id in other for other in seen_episodes) or any(
+                row.session_id == session and first <= row.created_at <= last for session, first, last in seen_spans):
+            continue  # part of an episode already judged (a tool call: it happened during one of its turns)
         candidate = Candidate(row.memory())
         candidate.episode = episode(store, candidate.memory)
         if _unanswered(candidate):
@@ -117,6 +135,8 @@ def judge(store: Store, models, prompt: str, project: str, session_id: str | Non
         if any(ids & other for other in seen_episodes):
             continue  # one episode, judged once (by its best-ranked memory)
         seen_episodes.append(ids)
+        if row.session_id and candidate.episode.turns:
+            seen_spans.append((row.session_id, candidate.episode.started_at, candidate.episode.created_at))
         similarity, best = _episode_similarity(store, candidate, found)
         text = " ".join(p.text for p in candidate.episode.parts())
         candidate.signals = {
@@ -147,8 +167,6 @@ def judge(store: Store, models, prompt: str, project: str, session_id: str | Non
             continue
         candidate.taken = True
         candidate.why = f"evidence {candidate.evidence:.2f} >= {bar:.2f} for a {intent.kind} prompt"
-    versions.prefer_current(store, decision, found, now)
-    return decision
 
 
 def _episode_similarity(store: Store, candidate: Candidate, found) -> tuple[float | None, Memory]:

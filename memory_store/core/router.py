@@ -18,6 +18,7 @@ from . import alerts, capture, inject, tiers
 from .hook_events import (HANDLED_EVENTS, PostToolUse, PostToolUseFailure, SessionEnd, SessionStart, Stop,
                           UserPromptSubmit, parse_event)
 from .projects import project_for
+from .stages import stage
 from .store import Store
 
 
@@ -46,18 +47,23 @@ def on_session_start(ctx: Context, event: SessionStart) -> dict:
 def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
     store = ctx.store
     meta = {"prompt_id": event.prompt_id} if event.prompt_id else {}
-    draft = capture.prompt_memory(event.prompt, store.config.capture, ctx.project, event.session_id, ctx.at, meta)
-    recorded = store.record(ctx.event_id, draft, ctx.at)
-    if draft is None and event.prompt_id:  # a recall command or a private prompt: its answer is not kept either
-        store.record(skipped_turn_id(event.session_id, event.prompt_id), None, ctx.at)
+    with stage("store"):
+        draft = capture.prompt_memory(event.prompt, store.config.capture, ctx.project, event.session_id, ctx.at, meta)
+        store.record(ctx.event_id, draft, ctx.at)
+        if draft is None and event.prompt_id:  # a recall command or a private prompt: its answer is not kept either
+            store.record(skipped_turn_id(event.session_id, event.prompt_id), None, ctx.at)
     if not ctx.respond or event.prompt.lstrip().startswith(capture.RECALL_COMMAND_PREFIX):
         return {}
     decision = tiers.warm_recall(store, ctx.models, ctx.project, event.session_id, event.prompt, ctx.at)
-    items = tiers.warm_items(store, decision)
-    text, ids = inject.render_block(items, "Possibly relevant to this prompt:", store.config.inject.budget_chars,
-                                    store.config.inject.max_item_chars, ctx.at)
-    shown = [(c.episode.ids() if c.episode else set()) | {c.memory.id} for c in decision.taken if c.memory.id in ids]
-    store.mark_injected(event.session_id, sorted(set().union(*shown)) if shown else [], "UserPromptSubmit", ctx.at)
+    with stage("render"):
+        items = tiers.warm_items(store, decision)
+        text, ids = inject.render_block(items, "Possibly relevant to this prompt:", store.config.inject.budget_chars,
+                                        store.config.inject.max_item_chars, ctx.at)
+    with stage("bookkeeping"):
+        shown = [(c.episode.ids() if c.episode else set()) | {c.memory.id} for c in decision.taken
+                 if c.memory.id in ids]
+        store.mark_injected(event.session_id, sorted(set().union(*shown)) if shown else [], "UserPromptSubmit",
+                            ctx.at)
     return inject.hook_output("UserPromptSubmit", text)
 
 
@@ -117,7 +123,8 @@ def handle_event(store: Store, models, envelope: dict, *, respond: bool = True) 
         store.record(event_id, None)
         return {}
     try:
-        event = parse_event(payload)
+        with stage("parse"):
+            event = parse_event(payload)
     except ValidationError as exc:
         raise BadEvent(f"{payload.get('hook_event_name')} payload rejected: {exc.error_count()} error(s): "
                        + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])) from exc

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import ranking
+from .stages import stage
 from .config import RankingConfig
 from .records import Hit
 from .store import Row, Store
@@ -36,15 +37,19 @@ class Candidates:
 
 def candidates(store: Store, embedder, cfg: RankingConfig, query_text: str, n: int, project: str | None,
                since: float | None, until: float | None, now: float) -> Candidates:
-    query = ranking.parse_query(query_text, now, cfg)
+    with stage("parse"):
+        query = ranking.parse_query(query_text, now, cfg)
     vector = None
     if cfg.fusion != "fts" and store.dense_ready(embedder):
-        vector = embedder.embed_query(query_text)
+        with stage("embed"):
+            vector = embedder.embed_query(query_text)
     found = Candidates(query, vector)
     if cfg.fusion != "dense" and query.fts:
-        found.lexical = store.lexical_candidates(query.fts, n, project, since, until)
+        with stage("lexical"):
+            found.lexical = store.lexical_candidates(query.fts, n, project, since, until)
     if vector is not None:
-        found.dense = store.nearest(vector, n, project, since, until)
+        with stage("vector"):
+            found.dense = store.nearest(vector, n, project, since, until)
     window = query.window
     if window is not None and cfg.date_weight > 0:
         # A named time ("in July 2022") also gets candidates of its own: weak words such as
@@ -53,10 +58,13 @@ def candidates(store: Store, embedder, cfg: RankingConfig, query_text: str, n: i
         start = max(window.start, since) if since is not None else window.start
         end = min(window.end, until) if until is not None else window.end
         if cfg.fusion != "dense" and query.fts:
-            found.lexical.update(store.lexical_candidates(query.fts, n, project, start, end))
+            with stage("lexical"):
+                found.lexical.update(store.lexical_candidates(query.fts, n, project, start, end))
         if vector is not None:
-            found.dense.update(store.nearest(vector, n, project, start, end))
-    found.fused = ranking.fuse(found.lexical, found.dense, cfg)
+            with stage("vector"):
+                found.dense.update(store.nearest(vector, n, project, start, end))
+    with stage("rank"):
+        found.fused = ranking.fuse(found.lexical, found.dense, cfg)
     return found
 
 

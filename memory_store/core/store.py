@@ -15,6 +15,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import apsw
 
@@ -25,6 +26,9 @@ from . import db
 from .config import Config
 from .records import Hit, Memory, MemoryDraft, to_datetime
 from .vectors import VectorIndex
+
+if TYPE_CHECKING:
+    from .recent_vectors import RecentVectors  # numpy: only the worker loads it
 
 MEMORY_COLUMNS = (
     "id, project, session_id, kind, text, created_at, importance, seen_count, access_count, "
@@ -69,7 +73,9 @@ class Row:
     meta: str
 
     def memory(self) -> Memory:
-        return Memory(
+        # model_construct: a stored row is valid already, and validating it costs a prompt ~2 ms
+        # (a gate builds a few hundred of these).
+        return Memory.model_construct(
             id=self.id, text=self.text, created_at=to_datetime(self.created_at), session_id=self.session_id,
             project=self.project, kind=self.kind, importance=self.importance, seen_count=self.seen_count,
             access_count=self.access_count, superseded_by=self.superseded_by, meta=json.loads(self.meta or "{}"),
@@ -96,6 +102,7 @@ class Store:
         self.conn = db.open_database(paths.db)
         self.vector_error = db.load_vec(self.conn)
         self.vectors = VectorIndex(self.conn) if self.vector_error is None else None
+        self.recent_vectors: RecentVectors | None = None  # set by keep_recent_vectors
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -331,12 +338,19 @@ class Store:
         args.append(limit)
         return [r.memory() for r in self._rows(sql, args)]
 
-    def conversation(self, session_id: str, project: str, since: float, until: float) -> list[Memory]:
-        """A session's prompts and answers between two times, in order (turns are rebuilt from these)."""
-        return [r.memory() for r in self._rows(
-            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE session_id = ? AND project = ? AND created_at BETWEEN ? AND ? "
-            f"AND kind IN ({_marks(CONVERSATION_KINDS)}) ORDER BY created_at, id",
-            (session_id, project, since, until, *CONVERSATION_KINDS))]
+    def conversation(self, memory: Memory, before: int, after: int, span: float) -> list[Memory]:
+        """The prompts and answers of a memory's session next to it, in order (turns are rebuilt from
+        these): up to `before` of them before it and `after` from it on (itself included), within
+        `span` seconds of it."""
+        at = memory.created_at.timestamp()
+        common = (f"SELECT {MEMORY_COLUMNS} FROM memories WHERE session_id = ? AND project = ? "
+                  f"AND kind IN ({_marks(CONVERSATION_KINDS)}) AND created_at BETWEEN ? AND ? ")
+        args = (memory.session_id, memory.project, *CONVERSATION_KINDS, at - span, at + span, at, at, memory.id)
+        earlier = self._rows(common + "AND (created_at < ? OR (created_at = ? AND id < ?)) "
+                             "ORDER BY created_at DESC, id DESC LIMIT ?", (*args, before))
+        later = self._rows(common + "AND (created_at > ? OR (created_at = ? AND id >= ?)) "
+                           "ORDER BY created_at, id LIMIT ?", (*args, after))
+        return [r.memory() for r in reversed(earlier)] + [r.memory() for r in later]
 
     # --- search support -------------------------------------------------------------------------
 
@@ -382,13 +396,52 @@ class Store:
                 until: float | None) -> dict[int, float]:
         """memory id -> cosine similarity of the n nearest vectors."""
         with self.lock:
+            recent = self._synced_recent_vectors()
+            if recent is not None and recent.covers(since):
+                return recent.nearest(vector, n, project, since, until)
             return self.vectors.nearest(vector, n, project, since, until)
+
+    def nearest_each(self, vectors: list[bytes], n: int, project: str | None, since: float | None,
+                     until: float | None) -> list[dict[int, float]]:
+        """`nearest` for several vectors."""
+        with self.lock:
+            recent = self._synced_recent_vectors()
+            if recent is not None and recent.covers(since):
+                return recent.nearest_each(vectors, n, project, since, until)
+            return [self.vectors.nearest(v, n, project, since, until) for v in vectors]
+
+    def keep_recent_vectors(self, recent: RecentVectors) -> None:
+        """Search recent vectors in RAM (the worker does: see recent_vectors.py); loads them now."""
+        with self.lock:
+            recent.sync(self.vectors, force=True)
+        self.recent_vectors = recent
+
+    def sync_recent_vectors(self) -> None:
+        """Bring the RAM copy up to date now (after this process wrote vectors)."""
+        if self.recent_vectors is not None and self.vectors:
+            with self.lock:
+                self.recent_vectors.sync(self.vectors, force=True)
+
+    def _synced_recent_vectors(self) -> RecentVectors | None:
+        recent = self.recent_vectors
+        if recent is None or not recent.loaded:
+            return None
+        try:
+            recent.sync(self.vectors)
+        except apsw.SQLError:  # the vector table is being rebuilt
+            return None
+        return recent
 
     def vector_of(self, memory_id: int) -> bytes | None:
         """A memory's stored embedding; None when it has none yet (or there is no vector table yet)."""
         if not self.vectors:
             return None
         with self.lock:
+            recent = self._synced_recent_vectors()
+            if recent is not None:
+                found = recent.get(memory_id)
+                if found is not None:
+                    return found
             try:
                 return self.vectors.get(memory_id)
             except apsw.SQLError:  # the table is created with the first embedding

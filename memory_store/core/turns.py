@@ -30,6 +30,9 @@ _AFFIRMATION = re.compile(r"^\s*(?:yes|yeah|yep|yup|ok|okay|sure|agreed|right|fi
 _POINTS_BACK = re.compile(r"\b(?:it|that|this|them|those|then|instead)\b", re.IGNORECASE)
 FOLLOW_UP_COSINE = 0.4  # or it is about what the previous answer said
 SESSION_SPAN = 12 * 3600.0  # how far around a memory its session's turns are read
+# An episode spans at most the turn before, the memory's turn and the turn after: two prompts and
+# answers on each side (and the memory itself) hold them all.
+TURN_ROWS_BEFORE, TURN_ROWS_AFTER = 4, 5
 LABEL_CHARS = 110
 ANCHOR_WEIGHT = 1.3  # the answer that matched the query is likelier than its neighbours to hold what it asks
 QUESTION_WEIGHT = 0.5
@@ -62,6 +65,12 @@ class Episode:
         for turn in self.turns:
             found.update(turn.ids())
         return found
+
+    @property
+    def started_at(self) -> float:
+        """When the episode began (its earliest memory)."""
+        stamps = [m.created_at.timestamp() for t in self.turns for m in (t.prompt, t.answer) if m is not None]
+        return min(stamps + [self.anchor.created_at.timestamp()])
 
     @property
     def created_at(self) -> float:
@@ -151,9 +160,8 @@ def _related(store: Store, prompt: Memory | None, answer: Memory | None) -> floa
 def session_turns(store: Store, memory: Memory) -> list[Turn]:
     """The turns of a memory's session around it, in order: each prompt with the answer that
     followed it (an answer whose prompt was merged into an earlier identical one stands alone)."""
-    at = memory.created_at.timestamp()
     turns: list[Turn] = []
-    for item in store.conversation(memory.session_id, memory.project, at - SESSION_SPAN, at + SESSION_SPAN):
+    for item in store.conversation(memory, TURN_ROWS_BEFORE, TURN_ROWS_AFTER, SESSION_SPAN):
         if item.kind == "prompt" or not turns or turns[-1].answer is not None:
             turns.append(Turn())
         if item.kind == "prompt":

@@ -19,6 +19,8 @@ import time
 import apsw
 
 TABLE = "memory_vectors"
+CHANGES = "vector_changes"  # (seq, memory_id): every write below is logged there (0: the whole table)
+CHANGES_KEPT = 200_000  # older log rows are dropped; a reader that far behind reloads everything
 WEEK = 7 * 86400
 MAX_WEEKS_PER_QUERY = 26  # a longer window scans the whole project instead
 
@@ -72,6 +74,7 @@ class VectorIndex:
             (model, dim, time.time()),
         )
         self.conn.execute("INSERT OR IGNORE INTO embed_queue(memory_id) SELECT id FROM memories")
+        self._log_changes([0])
 
     def add(self, rows: list[tuple[int, str, float, bytes]]) -> None:
         """rows: (memory_id, project, created_at, embedding)."""
@@ -81,10 +84,50 @@ class VectorIndex:
                 f"INSERT INTO {TABLE}(memory_id, project, week, created_at, embedding) VALUES (?, ?, ?, ?, ?)",
                 (memory_id, project, week_of(created_at), float(created_at), embedding),
             )
+        self._log_changes([row[0] for row in rows])
 
     def delete(self, memory_ids: list[int]) -> None:
         for memory_id in memory_ids:
             self.conn.execute(f"DELETE FROM {TABLE} WHERE memory_id = ?", (memory_id,))
+        self._log_changes(memory_ids)
+
+    def _log_changes(self, memory_ids: list[int]) -> None:
+        if not memory_ids:
+            return
+        self.conn.executemany(f"INSERT INTO {CHANGES}(memory_id) VALUES (?)", [(i,) for i in memory_ids])
+        last = self.conn.last_insert_rowid()
+        if last % 1000 < len(memory_ids):  # now and then, drop what no reader needs any more
+            self.conn.execute(f"DELETE FROM {CHANGES} WHERE seq <= ?", (last - CHANGES_KEPT,))
+
+    def last_change(self) -> int:
+        return self.conn.execute(f"SELECT coalesce(max(seq), 0) FROM {CHANGES}").fetchone()[0]
+
+    def changes_since(self, seq: int) -> tuple[int, list[int]] | None:
+        """(the latest seq, the memory ids changed after `seq`), or None when the log no longer reaches
+        back that far or the whole table changed (reload everything)."""
+        rows = self.conn.execute(f"SELECT seq, memory_id FROM {CHANGES} WHERE seq > ? ORDER BY seq", (seq,)).fetchall()
+        if not rows:
+            return seq, []
+        first = self.conn.execute(f"SELECT min(seq) FROM {CHANGES}").fetchone()[0]
+        if first > seq + 1 or any(memory_id == 0 for _, memory_id in rows):
+            return None
+        return rows[-1][0], [memory_id for _, memory_id in rows]
+
+    def rows_of(self, memory_ids: list[int]) -> list[tuple[int, str, float, bytes]]:
+        """(memory_id, project, created_at, embedding) of those of these memories that have a vector."""
+        found = []
+        for memory_id in memory_ids:
+            row = self.conn.execute(f"SELECT memory_id, project, created_at, embedding FROM {TABLE} WHERE memory_id = ?",
+                                    (memory_id,)).fetchone()
+            if row:
+                found.append(row)
+        return found
+
+    def rows_since(self, since: float) -> list[tuple[int, str, float, bytes]]:
+        """(memory_id, project, created_at, embedding) of every vector of a memory created after `since`."""
+        return self.conn.execute(
+            f"SELECT memory_id, project, created_at, embedding FROM {TABLE} WHERE created_at >= ?", (float(since),)
+        ).fetchall()
 
     def get(self, memory_id: int) -> bytes | None:
         row = self.conn.execute(f"SELECT embedding FROM {TABLE} WHERE memory_id = ?", (memory_id,)).fetchone()

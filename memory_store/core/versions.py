@@ -12,6 +12,7 @@ candidates and among the nearest neighbours, in vector space, of what was taken,
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from .ranking import STOPWORDS, answer_terms, normalize_term, words
 from .turns import episode
@@ -35,12 +36,20 @@ those more less about around over under times x
 _UNIT_WORDS = frozenset("min sec ms kb mb gb tb px fps hz".split())
 
 
-def subject(text: str) -> set[str]:
-    return {normalize_term(w) for w in words(text) if w not in STOPWORDS and not any(ch.isdigit() for ch in w)
-            and len(w) > 2}
+# A prompt compares the same texts many times over: subject() and values() are memoized, for one
+# prefer_current call only (cleared at its end: no memory's text outlives the request in RAM).
+@lru_cache(maxsize=4096)
+def subject(text: str) -> frozenset[str]:
+    return frozenset(normalize_term(w) for w in words(text)
+                     if w not in STOPWORDS and not any(ch.isdigit() for ch in w) and len(w) > 2)
 
 
-def values(text: str) -> dict[tuple[str, str], tuple[str, set[str]]]:
+@lru_cache(maxsize=4096)
+def _values(text: str) -> tuple:
+    return tuple(values(text).items())
+
+
+def values(text: str) -> dict[tuple[str, str], tuple[str, frozenset[str]]]:
     """The values a text states: (what it measures, value) -> (how the text writes it, the content words
     around it). A unit ("minutes") says little alone: the words around a value tell which minutes."""
     found: dict[tuple[str, str], tuple[str, set[str]]] = {}
@@ -71,9 +80,9 @@ def _is_setting(key: str) -> bool:
 
 def _changes(newer_text: str, older_text: str) -> list[tuple[str, str]]:
     """(measure, how the older text wrote its value) for each value the newer text gives differently."""
-    new = values(newer_text)
+    new = dict(_values(newer_text))
     found = []
-    for (key, value), (raw, context) in sorted(values(older_text).items()):
+    for (key, value), (raw, context) in sorted(_values(older_text)):
         if (key, value) in new:
             continue
         if any(new_key == key and (_is_setting(key) or context & new_context)
@@ -104,6 +113,14 @@ def prefer_current(store, decision, found, now: float) -> None:
     they are attached to the candidate (`newer`) and shown with it, marked current."""
     if found.vector is None or not store.vectors:
         return
+    try:
+        _prefer_current(store, decision, found)
+    finally:
+        subject.cache_clear()
+        _values.cache_clear()
+
+
+def _prefer_current(store, decision, found) -> None:
     terms = answer_terms(found.query)
     limit = store.config.inject.max_item_chars
     for candidate in decision.taken:
@@ -129,8 +146,8 @@ def _newer_statements(store, candidate, decision, found):
     if not own:
         return
     pool = [c.memory.id for c in decision.candidates if c.memory.created_at.timestamp() > since]
-    for vector in own:
-        pool.extend(store.nearest(vector, NEIGHBOURS, candidate.memory.project, since + 1e-6, None))
+    for neighbours in store.nearest_each(own, NEIGHBOURS, candidate.memory.project, since + 1e-6, None):
+        pool.extend(neighbours)
     for memory_id in dict.fromkeys(pool):
         memory = (store.get([memory_id]) or [None])[0]
         if memory is None or memory.superseded_by or memory.kind not in ("prompt", "exchange"):

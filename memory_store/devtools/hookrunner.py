@@ -63,9 +63,10 @@ class HookRunner:
         if plugin_data is not None:
             self.env["CLAUDE_PLUGIN_DATA"] = str(plugin_data)
 
-    def commands(self, event: str, payload: dict | None) -> list[tuple[str, float]]:
-        """(command, timeout) of every hook registered for this event whose matcher matches
-        (payload None: every hook of the event, as for a payload Claude Code matched itself)."""
+    def commands(self, event: str, payload: dict | None) -> list[tuple[list[str], float]]:
+        """(argv, timeout) of every hook registered for this event whose matcher matches (payload None:
+        every hook of the event, as for a payload Claude Code matched itself). Exec form (`args`) runs
+        the command itself; shell form runs it through `bash -c`, as Claude Code does."""
         found = []
         value = (payload or {}).get(MATCH_FIELD.get(event, ""), "")
         for group in self.config.get(event, []):
@@ -76,7 +77,12 @@ class HookRunner:
             for hook in group.get("hooks", []):
                 if hook.get("type") == "command":
                     command = hook["command"].replace("${CLAUDE_PLUGIN_ROOT}", str(self.root))
-                    found.append((command, float(hook.get("timeout", 600))))
+                    if isinstance(hook.get("args"), list):
+                        argv = [command] + [str(a).replace("${CLAUDE_PLUGIN_ROOT}", str(self.root))
+                                            for a in hook["args"]]
+                    else:
+                        argv = ["bash", "-c", command]
+                    found.append((argv, float(hook.get("timeout", 600))))
         return found
 
     def run(self, event: str, payload: dict | bytes | str, cwd: str | None = None) -> HookResult:
@@ -94,7 +100,7 @@ class HookRunner:
         workdir = cwd or (parsed.get("cwd") if isinstance(parsed.get("cwd"), str) and os.path.isdir(parsed["cwd"])
                           else None)
         start = time.perf_counter()
-        process = subprocess.run(command, shell=True, input=data, capture_output=True, env=env, cwd=workdir,
+        process = subprocess.run(command, input=data, capture_output=True, env=env, cwd=workdir,
                                  timeout=timeout)
         return HookResult(event, process.returncode, process.stdout.decode("utf-8", "replace"),
                           process.stderr.decode("utf-8", "replace"), (time.perf_counter() - start) * 1000)

@@ -11,8 +11,6 @@ parses JSON unless something goes wrong.
 The client never exits non-zero and prints one JSON object or nothing.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 import time

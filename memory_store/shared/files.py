@@ -3,8 +3,6 @@ process-lifetime locks. Standard library only, and only `os` at import time: the
 path uses `append_line`.
 """
 
-from __future__ import annotations
-
 import os
 
 PRIVATE_FILE = 0o600

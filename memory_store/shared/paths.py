@@ -19,8 +19,6 @@ for every import on every event (pathlib alone costs ~3 ms). `DataPaths` offers 
 locations as `pathlib.Path` objects to everything else.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 

@@ -18,8 +18,6 @@ TCP, with the port and a random token in a 0600 file only the user can read. Eve
 request carries `v` (PROTOCOL_VERSION); the worker refuses other versions.
 """
 
-from __future__ import annotations
-
 import _socket
 import os
 import sys

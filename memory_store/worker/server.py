@@ -31,9 +31,10 @@ import traceback
 
 from ..version import __version__
 from ..api import Recall
-from ..core import db, jobs
+from ..core import db, jobs, stages
 from ..core.config import config_problems, load_config
 from ..core.embed import EmbeddingUnavailable, load_embedder
+from ..core.recent_vectors import RecentVectors
 from ..core.router import BadEvent
 from ..core.store import Store
 from ..shared import protocol
@@ -45,6 +46,7 @@ from ..shared.payload import BadPayload, parse_payload
 WATCH_INTERVAL = 2.0  # seconds between idle/ownership checks (less for a shorter idle timeout)
 EMBED_AFTER_QUIET_SECONDS = 0.3  # background embedding waits for this long without requests…
 EMBED_AT_LEAST_EVERY_SECONDS = 2.0  # …but never starves under a steady stream of hooks
+RECENT_VECTORS_MARGIN_DAYS = 1  # RAM holds the warm window's vectors and this much more (recent_vectors.py)
 
 
 class _Handler(socketserver.BaseRequestHandler):
@@ -142,8 +144,17 @@ class Worker:
 
     def hook(self, message: dict, body: bytes) -> bytes:
         """Store one hook event; the answer body is exactly what the hook prints."""
-        self.refresh_config()
-        self.ingest_spool()
+        with stages.timed() as timings:
+            answer = self._hook(message, body)
+        if self.config.worker.log_level == "debug":
+            self.log.write("debug", "stages", hook=str(message.get("event")), total_ms=round(timings.total_ms(), 2),
+                           **{f"{name}_ms": ms for name, ms in timings.rounded().items()})
+        return answer
+
+    def _hook(self, message: dict, body: bytes) -> bytes:
+        with stages.stage("housekeeping"):
+            self.refresh_config()
+            self.ingest_spool()
         try:
             payload = parse_payload(body)
             envelope = {"event_id": str(message.get("event_id") or ""), "received_at": message.get("received_at"),
@@ -216,6 +227,11 @@ class Worker:
             return
         background = Store(self.paths, self.config)  # its own connection: never blocks requests
         background.ensure_vector_index(embedder.name, embedder.dim)
+        if background.vectors:
+            recent = RecentVectors(self.config.tiers.warm_window_days + RECENT_VECTORS_MARGIN_DAYS, embedder.dim)
+            background.keep_recent_vectors(recent)
+            self.recall.store.keep_recent_vectors(recent)
+            self.log.info("recent_vectors_loaded", vectors=len(recent.row_of), mb=round(recent.nbytes() / 1e6, 1))
         self.recall.models.set_embedder(embedder)
         self.model_state = "ready"
         self.log.info("model_ready", model=embedder.name, dim=embedder.dim)
@@ -232,6 +248,8 @@ class Worker:
                     continue
                 last_round = now
                 done = jobs.embed_pending(background, embedder, max_batches=1)
+                if done:
+                    background.sync_recent_vectors()
                 if not done:
                     self.work_event.wait(timeout=5.0)
                     self.work_event.clear()

@@ -1,0 +1,81 @@
+"""The worker's RAM copy of recent vectors (core/recent_vectors.py) answers like sqlite-vec and follows
+what any process writes: new vectors, forgotten memories, a rebuilt index."""
+
+from __future__ import annotations
+
+import time
+
+from memory_store import open_recall
+from memory_store.core.records import MemoryDraft
+from memory_store.core.recent_vectors import RecentVectors
+
+DAY = 86400.0
+TEXTS = [
+    "the deploy script times out against the staging cluster",
+    "payments retry three times before the webhook gives up",
+    "the cache layer reads from Redis in the EU region",
+    "CI runs pytest -x on every pull request",
+    "the login page moved to the new auth middleware",
+    "the billing job runs nightly at 02:00 UTC",
+]
+
+
+def fill(recall, project: str, texts, at: float) -> list[int]:
+    ids = []
+    for i, text in enumerate(texts):
+        draft = MemoryDraft(project=project, session_id="s", kind="prompt", text=text, created_at=at + i)
+        ids.append(recall.store.record(f"{project}-{at}-{i}", draft).memory_id)
+    recall.embed_pending()
+    return ids
+
+
+def test_nearest_matches_sqlite_vec_and_follows_other_processes(home):
+    now = time.time()
+    writer = open_recall(home)
+    ids = fill(writer, "/p/a", TEXTS, now - 2 * DAY)
+    fill(writer, "/p/b", TEXTS[:3], now - DAY)
+    old = fill(writer, "/p/a", ["an old note about the deploy script"], now - 30 * DAY)
+
+    reader = open_recall(home)
+    embedder = reader.models.load_embedder()
+    recent = RecentVectors(8, embedder.dim)
+    reader.store.keep_recent_vectors(recent)
+    assert old[0] not in recent.row_of  # older than the window: sqlite-vec answers for it
+    query = embedder.embed_query("why does deploying to staging time out?")
+    since = now - 7 * DAY
+    in_ram = reader.store.nearest(query, 3, "/p/a", since, None)
+    on_disk = reader.store.vectors.nearest(query, 3, "/p/a", since, None)
+    assert set(in_ram) == set(on_disk) and ids[0] in in_ram
+    assert all(abs(in_ram[i] - on_disk[i]) < 1e-4 for i in in_ram)
+    assert reader.store.vector_of(ids[0]) == reader.store.vectors.get(ids[0])
+
+    # Another process adds and forgets: the reader sees both (a sync reads the change log).
+    added = fill(writer, "/p/a", ["staging deploys now wait 60 seconds before timing out"], now - 60)
+    writer.forget([ids[0]])
+    time.sleep(0.06)  # past SYNC_SECONDS
+    found = reader.store.nearest(query, 3, "/p/a", since, None)
+    assert added[0] in found and ids[0] not in found and ids[0] not in recent.row_of
+
+    # A rebuilt index (another model, or `recall reindex`) empties the copy until vectors come back.
+    writer.store.reset_vector_index(embedder.name, embedder.dim)
+    time.sleep(0.06)
+    assert reader.store.nearest(query, 3, "/p/a", since, None) == {}
+    writer.embed_pending()
+    time.sleep(0.06)
+    assert added[0] in reader.store.nearest(query, 3, "/p/a", since, None)
+    reader.close()
+    writer.close()
+
+
+def test_nearest_each_is_nearest_per_vector(home):
+    now = time.time()
+    recall = open_recall(home)
+    fill(recall, "/p/a", TEXTS, now - DAY)
+    embedder = recall.models.load_embedder()
+    recall.store.keep_recent_vectors(RecentVectors(8, embedder.dim))
+    queries = [embedder.embed_query(q) for q in ("redis cache region", "nightly billing")]
+    together = recall.store.nearest_each(queries, 2, "/p/a", now - 7 * DAY, None)
+    one_by_one = [recall.store.nearest(q, 2, "/p/a", now - 7 * DAY, None) for q in queries]
+    assert [set(found) for found in together] == [set(found) for found in one_by_one]
+    assert all(abs(a[i] - b[i]) < 1e-5 for a, b in zip(together, one_by_one) for i in a)
+    recall.close()
