@@ -29,6 +29,7 @@ from .core.store import Store
 from .shared.files import ensure_private_dir
 from .shared.logs import JsonLog
 from .shared.paths import DataPaths
+from .shared.projects import GLOBAL_PROJECT
 from .shared import worker_client
 
 
@@ -144,6 +145,50 @@ class Recall:
         """Delete every memory of every project, the spool and the logs. Returns counts."""
         projects = self.store.purge()
         return {"projects": projects, "memories": sum(projects.values()), **forgetting.clear_files(self.paths)}
+
+    # --- steering --------------------------------------------------------------------------------
+
+    def remember(self, text: str, project: str | None, *, scope: str = "project") -> Memory:
+        """Store a note the user (or Claude, through the MCP `remember` tool) asked to keep. scope
+        "global": it follows the user into every project. Cleaned like captured text (secrets redacted,
+        <private> dropped); raises ValueError when nothing is left to keep."""
+        from .core.capture import finish
+        from .core.records import MemoryDraft
+
+        if scope not in ("project", "global"):
+            raise ValueError(f"scope must be 'project' or 'global', not {scope!r}")
+        if scope == "project" and not project:
+            raise ValueError("a project is needed (or scope 'global')")
+        cleaned = finish(text, self.config.capture.max_prompt_chars)
+        if not cleaned or cleaned == "[private]":
+            raise ValueError("nothing to remember (empty or private text)")
+        owner = GLOBAL_PROJECT if scope == "global" else project
+        draft = MemoryDraft(project=owner, kind="note", text=cleaned, created_at=time.time(), importance=0.9,
+                            meta={"source": "remember"})
+        recorded = self.store.record(f"remember-{os.urandom(8).hex()}", draft)
+        return self.store.get([recorded.memory_id])[0]
+
+    def pin(self, memory_ids: list[int], pinned: bool = True) -> list[int]:
+        """Pin (or unpin) memories; returns the ids that exist."""
+        return self.store.set_pinned(memory_ids, pinned)
+
+    def injections(self, session_id: str | None = None, limit: int = 20) -> list[dict]:
+        """What was injected, when, into which prompt, and the gate's reasons (newest first)."""
+        receipts = self.store.receipts(session_id, limit)
+        shown = {m.id: m for m in self.store.get(sorted({i["id"] for r in receipts for i in r["memories"]}))}
+        for receipt in receipts:
+            for item in receipt["memories"]:
+                memory = shown.get(item["id"])
+                item["kind"] = memory.kind if memory else None
+                item["text"] = memory.text if memory else None
+        return receipts
+
+    def projects(self) -> list[dict]:
+        return self.store.projects()
+
+    def export(self, project: str | None) -> list[dict]:
+        """Every memory of a project (None: all), each with every field: `recall export`."""
+        return [m.model_dump(mode="json") for m in self.store.select_memories(project=project)]
 
     def diagnose(self) -> list[doctor.Check]:
         return doctor.diagnose(self.store, self.models, worker_client.health(self.paths))

@@ -32,6 +32,8 @@ class CaptureConfig(_Section):
     max_tool_input_chars: int = Field(300, ge=50, description="Compact rendering of a tool call's input.")
     max_tool_output_chars: int = Field(600, ge=50, description="Trimmed tool output kept with an observation.")
     max_error_chars: int = Field(800, ge=50, description="Error text kept from a failed tool call.")
+    ignore_projects: list[str] = Field(
+        default=[], description="Globs of project paths never captured nor injected into (e.g. \"~/work/secret-*\").")
 
 
 class CueConfig(_Section):
@@ -122,6 +124,7 @@ class RankingConfig(_Section):
     )
     session_top: int = Field(3, ge=1, description="Candidates per session that make up its score.")
     recency_weight: float = Field(0.05, ge=0, description="How much exp(-age/decay) adds to a score.")
+    pin_weight: float = Field(0.02, ge=0, description="Added to a pinned memory's score: first among equals.")
     recency_decay_days: float = Field(30, gt=0)
     priority_weight: float = Field(0.05, ge=0, description="How much the RFM priority adds to a score.")
     rfm_recency: float = Field(0.3, ge=0)

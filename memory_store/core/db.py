@@ -260,7 +260,28 @@ def m003_vector_changes(conn: apsw.Connection) -> None:
     )
 
 
-MIGRATIONS = [m001_initial, m002_forget_for_good, m003_vector_changes]
+def m004_pins_and_receipts(conn: apsw.Connection) -> None:
+    """Pinned memories (`recall pin`: always a candidate, first among equals) and a receipt for every
+    injection (`recall injections`): which prompt, which memories, and the gate's reasons. Receipts are
+    kept when compaction clears `injections` (that table only stops repeats within a session)."""
+    conn.execute(
+        """
+        ALTER TABLE memories ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE injection_receipts (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            project TEXT NOT NULL,
+            hook TEXT NOT NULL,
+            injected_at REAL NOT NULL,
+            prompt_memory_id INTEGER,  -- the prompt as stored (NULL: not kept, e.g. <private>)
+            items TEXT NOT NULL  -- JSON: [{"id": memory id, "why": the gate's reason}, ...]
+        );
+        CREATE INDEX injection_receipts_session ON injection_receipts(session_id, injected_at);
+        """
+    )
+
+
+MIGRATIONS = [m001_initial, m002_forget_for_good, m003_vector_changes, m004_pins_and_receipts]
 
 
 def schema_version(conn: apsw.Connection) -> int:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from . import intent as intents
 from . import ranking, search, sentences, versions
 from .config import Config
+from ..shared.projects import in_scope
 from .records import Memory
 from .stages import stage
 from .store import Row, Store
@@ -102,7 +103,7 @@ def judge(store: Store, models, prompt: str, project: str, session_id: str | Non
     found = search.candidates(store, embedder, rcfg, prompt, rcfg.candidates, project,
                               None if window is None else now - window * DAY, None, now)
     with stage("rank"):
-        rows = [r for r in store.live_rows(found.fused) if r.id not in exclude_ids and r.project == project
+        rows = [r for r in store.live_rows(found.fused) if r.id not in exclude_ids and in_scope(r.project, project)
                 and (session_id is None or r.session_id != session_id)]
         ranked = search.score(rows, found, rcfg, now)
     with stage("gate"):

@@ -42,6 +42,7 @@ class Memory(BaseModel):
     access_count: int
     superseded_by: int | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
+    pinned: bool = False
 
 
 class Hit(BaseModel):

@@ -8,6 +8,8 @@ changes nothing.
 
 from __future__ import annotations
 
+import fnmatch
+import os
 import time
 from dataclasses import dataclass
 
@@ -17,7 +19,7 @@ from ..shared import spool
 from . import alerts, capture, inject, tiers
 from .hook_events import (HANDLED_EVENTS, PostToolUse, PostToolUseFailure, SessionEnd, SessionStart, Stop,
                           UserPromptSubmit, parse_event)
-from .projects import project_for
+from ..shared.projects import project_for
 from .stages import stage
 from .store import Store
 
@@ -49,7 +51,7 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
     meta = {"prompt_id": event.prompt_id} if event.prompt_id else {}
     with stage("store"):
         draft = capture.prompt_memory(event.prompt, store.config.capture, ctx.project, event.session_id, ctx.at, meta)
-        store.record(ctx.event_id, draft, ctx.at)
+        recorded = store.record(ctx.event_id, draft, ctx.at)
         if draft is None and event.prompt_id:  # a recall command or a private prompt: its answer is not kept either
             store.record(skipped_turn_id(event.session_id, event.prompt_id), None, ctx.at)
     if not ctx.respond or event.prompt.lstrip().startswith(capture.RECALL_COMMAND_PREFIX):
@@ -64,6 +66,8 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
                  if c.memory.id in ids]
         store.mark_injected(event.session_id, sorted(set().union(*shown)) if shown else [], "UserPromptSubmit",
                             ctx.at)
+        store.add_receipt(event.session_id, ctx.project, "UserPromptSubmit", ctx.at, recorded.memory_id,
+                          [(c.memory.id, c.why) for c in decision.taken if c.memory.id in ids])
     return inject.hook_output("UserPromptSubmit", text)
 
 
@@ -132,7 +136,16 @@ def handle_event(store: Store, models, envelope: dict, *, respond: bool = True) 
     at = float(received_at) if isinstance(received_at, (int, float)) and received_at > 0 else time.time()
     if store.has_event(event_id):
         return {}
-    return handler(Context(store, models, event_id, at, project_for(event.cwd), respond), event)
+    project = project_for(event.cwd)
+    if ignored(project, store.config.capture.ignore_projects):
+        store.record(event_id, None, at)  # seen, nothing kept
+        return {}
+    return handler(Context(store, models, event_id, at, project, respond), event)
+
+
+def ignored(project: str, globs: list[str]) -> bool:
+    """Is the project one of `capture.ignore_projects`?"""
+    return any(fnmatch.fnmatch(project, os.path.expanduser(glob)) for glob in globs)
 
 
 def ingest_spool(store: Store, models) -> int:
@@ -178,6 +191,8 @@ def session_brief(store: Store, event: SessionStart, project: str, now: float) -
     text, ids = inject.render_block(items, title, store.config.inject.hot_budget_chars,
                                     store.config.inject.max_item_chars, now)
     store.mark_injected(event.session_id, ids, "SessionStart", now)
+    store.add_receipt(event.session_id, project, "SessionStart", now, None,
+                      [(i, "recent work in this project (the SessionStart brief)") for i in ids])
     output = inject.hook_output("SessionStart", text)
     if event.source != "compact":  # once per session: what recall could not use or had to repair
         message = alerts.session_message(store.paths, store.config)

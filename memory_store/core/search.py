@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from . import ranking
 from .stages import stage
 from .config import RankingConfig
+from ..shared.projects import in_scope
 from .records import Hit
 from .store import Row, Store
 
@@ -65,6 +66,8 @@ def candidates(store: Store, embedder, cfg: RankingConfig, query_text: str, n: i
                 found.dense.update(store.nearest(vector, n, project, start, end))
     with stage("rank"):
         found.fused = ranking.fuse(found.lexical, found.dense, cfg)
+        for memory_id in store.pinned_ids(project):  # a pinned memory is always a candidate
+            found.fused.setdefault(memory_id, 0.0)
     return found
 
 
@@ -91,7 +94,7 @@ def score(rows: list[Row], found: Candidates, cfg: RankingConfig, now: float) ->
     for row in rows:
         age = now - row.created_at
         value = fused[row.id] + cfg.session_weight * session_support.get(row.session_id, 0.0)
-        value += cfg.recency_weight * ranking.recency(age, cfg.recency_decay_days)
+        value += cfg.recency_weight * ranking.recency(age, cfg.recency_decay_days) + cfg.pin_weight * row.pinned
         last_use = max(row.created_at, row.last_accessed or 0.0)
         value += cfg.priority_weight * ranking.rfm_priority(
             now - last_use, row.seen_count - 1 + row.access_count, max_uses, row.importance, cfg
@@ -102,7 +105,7 @@ def score(rows: list[Row], found: Candidates, cfg: RankingConfig, now: float) ->
         elif query.asks_about_time:
             value += cfg.temporal_weight * buckets.get(ranking.age_bucket(age), 0.0)
         scored.append((value, row))
-    scored.sort(key=lambda pair: (-pair[0], -pair[1].created_at))
+    scored.sort(key=lambda pair: (-pair[0], -pair[1].pinned, -pair[1].created_at))
     return scored
 
 
@@ -156,7 +159,7 @@ def search(store: Store, models, query_text: str, limit: int = 10, project: str 
     found = candidates(store, embedder, cfg, query_text, n, project, since, until, now)
     rows = [r for r in store.live_rows(found.fused)
             if r.id not in exclude_ids and (exclude_session is None or r.session_id != exclude_session)
-            and (project is None or r.project == project)]
+            and in_scope(r.project, project)]
     if not rows:
         return []
     scored = rerank(models.cross_encoder, store.config.rerank.top_n, query_text, score(rows, found, cfg, now))

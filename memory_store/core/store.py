@@ -24,6 +24,7 @@ from ..shared.paths import DataPaths
 from ..shared.text import one_line
 from . import db
 from .config import Config
+from ..shared.projects import GLOBAL_PROJECT
 from .records import Hit, Memory, MemoryDraft, to_datetime
 from .vectors import VectorIndex
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 MEMORY_COLUMNS = (
     "id, project, session_id, kind, text, created_at, importance, seen_count, access_count, "
-    "last_accessed, superseded_by, meta"
+    "last_accessed, superseded_by, meta, pinned"
 )
 CONVERSATION_KINDS = ("prompt", "exchange")  # the turns of a conversation: each other's context
 TURN_SEPARATOR = "\n\x1e "  # between neighbouring turns in the context columns
@@ -71,6 +72,7 @@ class Row:
     last_accessed: float | None
     superseded_by: int | None
     meta: str
+    pinned: int = 0
 
     def memory(self) -> Memory:
         # model_construct: a stored row is valid already, and validating it costs a prompt ~2 ms
@@ -79,6 +81,7 @@ class Row:
             id=self.id, text=self.text, created_at=to_datetime(self.created_at), session_id=self.session_id,
             project=self.project, kind=self.kind, importance=self.importance, seen_count=self.seen_count,
             access_count=self.access_count, superseded_by=self.superseded_by, meta=json.loads(self.meta or "{}"),
+            pinned=bool(self.pinned),
         )
 
     def hit(self, score: float, similarity: float | None = None) -> Hit:
@@ -283,6 +286,59 @@ class Store:
                 [(at, m) for m in memory_ids],
             )
 
+    def add_receipt(self, session_id: str, project: str, hook: str, at: float, prompt_memory_id: int | None,
+                    items: list[tuple[int, str]]) -> None:
+        """Keep what an injection held and why (`recall injections`)."""
+        if not items:
+            return
+        with self.lock, db.write_transaction(self.conn):
+            self.conn.execute(
+                "INSERT INTO injection_receipts(session_id, project, hook, injected_at, prompt_memory_id, items) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (session_id, project, hook, at, prompt_memory_id,
+                 json.dumps([{"id": i, "why": why} for i, why in items], ensure_ascii=False)))
+
+    def receipts(self, session_id: str | None = None, limit: int = 20) -> list[dict]:
+        """The latest injections, newest first: when, into which session and prompt, which memories and why."""
+        sql = ("SELECT r.id, r.session_id, r.project, r.hook, r.injected_at, r.items, p.text FROM injection_receipts r "
+               "LEFT JOIN memories p ON p.id = r.prompt_memory_id")
+        args: list = []
+        if session_id:
+            sql += " WHERE r.session_id = ?"
+            args.append(session_id)
+        sql += " ORDER BY r.injected_at DESC, r.id DESC LIMIT ?"
+        args.append(limit)
+        with self.lock:
+            rows = self.conn.execute(sql, args).fetchall()
+        return [{"receipt": rid, "session_id": sid, "project": project, "hook": hook, "injected_at": at,
+                 "prompt": prompt, "memories": json.loads(items)}
+                for rid, sid, project, hook, at, items, prompt in rows]
+
+    def set_pinned(self, memory_ids: list[int], pinned: bool) -> list[int]:
+        """Pin or unpin; returns the ids that exist."""
+        with self.lock, db.write_transaction(self.conn):
+            found = [r[0] for r in self.conn.execute(
+                f"SELECT id FROM memories WHERE id IN ({_marks(memory_ids)})", memory_ids)] if memory_ids else []
+            self.conn.executemany("UPDATE memories SET pinned = ? WHERE id = ?", [(int(pinned), i) for i in found])
+        return found
+
+    def pinned_ids(self, project: str | None) -> list[int]:
+        sql, args = "SELECT id FROM memories WHERE pinned = 1 AND superseded_by IS NULL", []
+        if project is not None:
+            sql += " AND project IN (?, ?)"
+            args += [project, GLOBAL_PROJECT]
+        with self.lock:
+            return [r[0] for r in self.conn.execute(sql, args)]
+
+    def projects(self) -> list[dict]:
+        """Each project with its memory count and last activity, most recent first."""
+        with self.lock:
+            rows = self.conn.execute(
+                "SELECT project, count(*), max(created_at), sum(pinned) FROM memories GROUP BY project "
+                "ORDER BY max(created_at) DESC").fetchall()
+        return [{"project": p, "memories": n, "last_activity": last, "pinned": pinned or 0}
+                for p, n, last, pinned in rows]
+
     def reset_injections(self, session_id: str) -> None:
         """After compaction the context no longer holds what was injected: allow it again."""
         with self.lock, db.write_transaction(self.conn):
@@ -366,16 +422,16 @@ class Store:
                "WHERE memories_fts MATCH ? AND memories.superseded_by IS NULL")
         args: list = [expression]
         if project is not None:
-            sql += " AND memories.project = ?"
-            args.append(project)
+            sql += " AND memories.project IN (?, ?)"
+            args.extend((project, GLOBAL_PROJECT))
         with self.lock:
             if since is not None:
                 # Ids grow with time (live capture), so a time window is also a rowid range, which FTS5
                 # applies inside the index instead of scoring every older match first.
                 first = self.conn.execute(
-                    "SELECT min(id) FROM memories WHERE project = ? AND created_at >= ?" if project is not None
+                    "SELECT min(id) FROM memories WHERE project IN (?, ?) AND created_at >= ?" if project is not None
                     else "SELECT min(id) FROM memories WHERE created_at >= ?",
-                    (project, since) if project is not None else (since,),
+                    (project, GLOBAL_PROJECT, since) if project is not None else (since,),
                 ).fetchone()[0]
                 if first is None:
                     return {}
@@ -398,8 +454,18 @@ class Store:
         with self.lock:
             recent = self._synced_recent_vectors()
             if recent is not None and recent.covers(since):
-                return recent.nearest(vector, n, project, since, until)
-            return self.vectors.nearest(vector, n, project, since, until)
+                found = recent.nearest(vector, n, project, since, until)
+            else:
+                found = self.vectors.nearest(vector, n, project, since, until)
+            if project is not None and project != GLOBAL_PROJECT:  # the user's global memories join every project
+                if self.has_global():
+                    found.update(self.vectors.nearest(vector, n, GLOBAL_PROJECT, None, None))
+            return found
+
+    def has_global(self) -> bool:
+        with self.lock:
+            return self.conn.execute("SELECT 1 FROM memories WHERE project = ? LIMIT 1", (GLOBAL_PROJECT,)).fetchone() \
+                is not None
 
     def nearest_each(self, vectors: list[bytes], n: int, project: str | None, since: float | None,
                      until: float | None) -> list[dict[int, float]]:
@@ -590,6 +656,11 @@ class Store:
                 if self.vectors and self.vectors.exists():
                     self.vectors.delete(ids)
                 self.conn.execute(f"DELETE FROM memories WHERE id IN ({marks})", ids)
+                # Receipts of injections that held a forgotten memory, or answered a forgotten prompt.
+                self.conn.execute(
+                    f"DELETE FROM injection_receipts WHERE prompt_memory_id IN ({marks}) OR EXISTS "
+                    f"(SELECT 1 FROM json_each(injection_receipts.items) WHERE json_extract(value, '$.id') IN ({marks}))",
+                    ids + ids)
                 texts = [m.text for m in gone]
                 for session_id, project in {(m.session_id, m.project) for m in gone if m.session_id}:
                     self._rebuild_context(session_id, project)
@@ -637,6 +708,7 @@ class Store:
                 if self.vectors and self.vectors.exists():
                     self.vectors.delete([row[0] for row in self.conn.execute("SELECT id FROM memories")])
                 self.conn.execute("DELETE FROM memories")
+                self.conn.execute("DELETE FROM injection_receipts")
                 self.conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
             self.checkpoint()
         return counts

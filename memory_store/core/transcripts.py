@@ -14,6 +14,7 @@ sidechains, meta and compaction-summary entries are ignored, as is text recall i
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -26,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from . import capture
 from .hook_events import PostToolUse, PostToolUseFailure
-from .projects import project_for
+from ..shared.projects import project_for
 from .records import MemoryDraft
 
 _COMMAND_NAME = re.compile(r"<command-name>\s*(/?[\w:\-]+)\s*</command-name>")
@@ -191,8 +192,56 @@ class _SessionReader:
             self.out.append((f"import:{session}:{tool_use_id}", draft, at))
 
 
+EXPORT_FIELDS = {"id", "project", "kind", "text", "created_at"}  # a line of `recall export --format jsonl`
+
+
+def is_recall_export(path: Path) -> bool:
+    """Is this a `recall export` file (one memory object per line) rather than a Claude Code transcript?"""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            first = next((line for line in handle if line.strip()), "")
+        data = json.loads(first)
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and EXPORT_FIELDS <= set(data)
+
+
+def import_export_file(store, path: Path, report: ImportReport) -> int:
+    """Import a `recall export` file: each memory keeps its project, session, kind, text, time, importance,
+    meta and pin. The event id is derived from the content, so importing the same export twice adds nothing."""
+    items = []
+    pins = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+                at = datetime.fromisoformat(str(data["created_at"]).replace("Z", "+00:00")).timestamp()
+                draft = MemoryDraft(project=data["project"], session_id=data.get("session_id") or "",
+                                    kind=data["kind"], text=data["text"], created_at=at,
+                                    importance=data.get("importance", 0.3), meta=data.get("meta") or {})
+            except (ValueError, KeyError, TypeError, ValidationError) as exc:
+                report.errors.append(f"{path.name}:{number}: not a recall memory: {str(exc).splitlines()[0][:120]}")
+                continue
+            report.entries += 1
+            key = hashlib.sha1(f"{draft.project}\0{draft.kind}\0{draft.text}\0{at}".encode()).hexdigest()
+            items.append((f"export-{key}", draft, at))
+            pins.append(bool(data.get("pinned")))
+    results = store.record_many(items)
+    pinned = [r.memory_id for r, pin in zip(results, pins) if pin and r.memory_id]
+    if pinned:
+        store.set_pinned(pinned, True)
+    report.events += len(results)
+    report.new_memories += sum(1 for r in results if r.created)
+    report.duplicates += sum(1 for r in results if not r.created and not r.duplicate_event and r.memory_id)
+    return len(results)
+
+
 def import_file(store, path: Path, report: ImportReport) -> int:
     """Import one transcript, adding its numbers to `report`; returns how many events it held."""
+    if is_recall_export(path):
+        return import_export_file(store, path, report)
     reader = _SessionReader(store.config.capture, str(store.paths.home))
     sessions: dict[str, tuple[str, float, float]] = {}
     for entry in read_entries(path, report):

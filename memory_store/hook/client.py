@@ -16,7 +16,7 @@ import sys
 import time
 
 from ..version import __version__
-from ..shared import protocol
+from ..shared import pause, protocol
 from ..shared.files import append_line, ensure_private_dir
 from ..shared.paths import log_file, resolve_home
 from .timing import ANSWER_DEADLINE, DEFAULT_ANSWER_DEADLINE
@@ -77,6 +77,23 @@ def _worker_refused(answer: bytes, event, event_id, received_at, raw, home) -> t
     return recover(home, event, event_id, received_at, raw, None, busy=False)
 
 
+def paused(home: str, raw: bytes) -> bool:
+    """`recall pause` is in effect for this event's project (or for all)."""
+    state = pause.read_state(home)
+    if state is None:
+        return False
+    if state["all"] is not False:
+        return True
+    from ..shared.payload import parse_payload
+    from ..shared.projects import project_for
+
+    try:
+        cwd = parse_payload(raw).get("cwd")
+    except Exception:
+        return False
+    return isinstance(cwd, str) and pause.is_paused(state, project_for(cwd))
+
+
 def export_home(home: str) -> None:
     """SessionStart: let the Bash tool's `recall` find this data dir (Claude Code sources the lines of
     CLAUDE_ENV_FILE before each Bash command)."""
@@ -104,13 +121,18 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
     start = time.perf_counter()
     argv = sys.argv[1:] if argv is None else argv
     event = safe_name(argv[0]) if argv else "unknown"
+    if pause.disabled_by_env():  # RECALL_DISABLE=1: not even a log line
+        return 0
     os.umask(0o077)
     home = resolve_home()
     output, route = b"", "none"
     try:
         ensure_private_dir(home)
         raw = read_stdin(stdin or sys.stdin.buffer)
-        output, route = run(event, raw, home)
+        if paused(home, raw):
+            output, route = b"", "paused"
+        else:
+            output, route = run(event, raw, home)
         if event == "SessionStart":
             export_home(home)
     except Exception as exc:  # a hook never breaks Claude Code: log, print nothing, exit 0

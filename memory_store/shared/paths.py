@@ -100,6 +100,7 @@ def log_file(home: str) -> str:
 
 
 DB_RECOVERY_NOTE = "db-recovered.json"
+PAUSE_FILE = "paused.json"  # `recall pause` (shared/pause.py); hooks look for it on every event
 
 
 class DataPaths:
@@ -122,6 +123,10 @@ class DataPaths:
     @property
     def config(self):
         return self.home / "config.json"
+
+    @property
+    def pause_file(self):
+        return self.home / PAUSE_FILE
 
     @property
     def spool(self):

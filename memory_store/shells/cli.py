@@ -18,15 +18,17 @@ import typer
 
 from ..version import __version__
 from ..core.inject import age
-from ..core.projects import project_for
+from ..shared.projects import project_for
 from ..shared import worker_client
 from ..shared.paths import DataPaths
 from ..shared.text import one_line
 
+# Plain (click) help: the rich formatter of this typer labels every flag `<bool>` as if it took a value.
 app = typer.Typer(help="recall: local memory for Claude Code.", no_args_is_help=True, add_completion=False,
-                  pretty_exceptions_enable=False)
-bench_app = typer.Typer(help="Measure retrieval quality and hook latency.", no_args_is_help=True)
-worker_app = typer.Typer(help="Control the background worker.", no_args_is_help=True)
+                  pretty_exceptions_enable=False, rich_markup_mode=None)
+bench_app = typer.Typer(help="Measure retrieval quality and hook latency.", no_args_is_help=True,
+                        rich_markup_mode=None)
+worker_app = typer.Typer(help="Control the background worker.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(bench_app, name="bench")
 app.add_typer(worker_app, name="worker")
 
@@ -422,6 +424,204 @@ def demo(
         raise typer.Exit(1)
 
 
+def parse_duration(value: str) -> float:
+    """Seconds in a duration such as 30m, 2h, 1d, 1w (for --for)."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+    text = value.strip().lower()
+    try:
+        amount = float(text[:-1])
+    except ValueError:
+        amount = -1.0
+    if text[-1:] not in units or amount <= 0:
+        raise typer.BadParameter(f"{value!r} is not a duration (30m, 2h, 1d, 1w)", param_hint="--for")
+    return amount * units[text[-1]]
+
+
+@app.command()
+def remember(
+    text: Annotated[str, typer.Argument(help="What to keep, in your words.")],
+    global_scope: Annotated[bool, typer.Option("--global", help="Keep it for every project (a standing "
+                                               "preference that follows you).")] = False,
+    project: Annotated[Optional[str], typer.Option("--project", help="Project path (default: the current "
+                                                   "directory's project).")] = None,
+    home: HomeOption = None,
+    json_output: JsonOption = False,
+):
+    """Keep a note for later sessions. Example: recall remember --global "I use uv, never pip install into
+    the system Python" """
+    with open_home(home, ingest=False) as recall:
+        try:
+            memory = recall.remember(text, resolve_project(project, False), scope="global" if global_scope
+                                     else "project")
+        except ValueError as exc:
+            typer.echo(f"recall: {exc}", err=True)
+            raise typer.Exit(1) from None
+    if json_output:
+        emit_json(memory.model_dump(mode="json"))
+        return
+    typer.echo(f"remembered #{memory.id} for " + ("every project" if global_scope else memory.project))
+
+
+def _set_pins(ids: list[str], home: Optional[Path], pinned: bool) -> None:
+    wanted = parse_ids(ids)
+    with open_home(home, ingest=False) as recall:
+        found = recall.pin(wanted, pinned)
+    missing = sorted(set(wanted) - set(found))
+    if found:
+        typer.echo(("pinned " if pinned else "unpinned ") + ", ".join(f"#{i}" for i in found))
+    if missing:
+        typer.echo("not found: " + ", ".join(f"#{i}" for i in missing), err=True)
+        raise typer.Exit(1)
+
+
+@app.command()
+def pin(ids: Annotated[list[str], typer.Argument(help="Memory ids (12 or #12).")], home: HomeOption = None):
+    """Pin memories: always a candidate for injection, first among equals."""
+    _set_pins(ids, home, True)
+
+
+@app.command()
+def unpin(ids: Annotated[list[str], typer.Argument(help="Memory ids (12 or #12).")], home: HomeOption = None):
+    """Unpin memories."""
+    _set_pins(ids, home, False)
+
+
+@app.command()
+def injections(
+    session: Annotated[Optional[str], typer.Option("--session", help="Only this session.")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="How many injections.")] = 20,
+    home: HomeOption = None,
+    json_output: JsonOption = False,
+):
+    """What recall injected, when, into which prompt, and why (newest first)."""
+    with open_home(home) as recall:
+        receipts = recall.injections(session, limit)
+    if json_output:
+        emit_json(receipts)
+        return
+    if not receipts:
+        typer.echo("no injections yet")
+        return
+    now = time.time()
+    for receipt in receipts:
+        prompt = one_line(receipt["prompt"], 100) if receipt["prompt"] else "(session start)" \
+            if receipt["hook"] == "SessionStart" else "(prompt not kept)"
+        typer.echo(f"{age(now - receipt['injected_at'])} · {receipt['hook']} · session {receipt['session_id']}: "
+                   f"{prompt}")
+        for item in receipt["memories"]:
+            text = one_line(item["text"], 90) if item.get("text") else "(forgotten)"
+            typer.echo(f"  #{item['id']} {item.get('kind') or ''}: {text}\n     why: {item['why']}")
+
+
+@app.command()
+def pause(
+    project: Annotated[Optional[str], typer.Option("--project", help="Project path (default: the current "
+                                                   "directory's project).")] = None,
+    all_projects: Annotated[bool, typer.Option("--all", help="Pause every project.")] = False,
+    duration: Annotated[Optional[str], typer.Option("--for", help="For how long (30m, 2h, 1d); default: until "
+                                                    "`recall resume`.")] = None,
+    home: HomeOption = None,
+):
+    """Stop capturing and injecting, for a project or everything, for a while or until `recall resume`.
+    (RECALL_DISABLE=1 in the environment does the same for one process tree.)"""
+    from ..shared import pause as pausing
+
+    until = time.time() + parse_duration(duration) if duration else None
+    scope = None if all_projects else resolve_project(project, False)
+    pausing.pause(str(DataPaths(home).home), scope, until)
+    when = f"until {time.strftime('%Y-%m-%d %H:%M', time.localtime(until))}" if until else "until `recall resume`"
+    typer.echo(f"paused {'every project' if scope is None else scope} {when}")
+
+
+@app.command()
+def resume(
+    project: Annotated[Optional[str], typer.Option("--project", help="Project path (default: the current "
+                                                   "directory's project).")] = None,
+    all_projects: Annotated[bool, typer.Option("--all", help="Resume everything.")] = False,
+    home: HomeOption = None,
+):
+    """Capture and inject again after `recall pause`."""
+    from ..shared import pause as pausing
+
+    scope = None if all_projects else resolve_project(project, False)
+    left = pausing.resume(str(DataPaths(home).home), scope)
+    typer.echo(f"resumed {'every project' if scope is None else scope}")
+    if left and (left["all"] is not False or left["projects"]):
+        still = ["every project"] if left["all"] is not False else sorted(left["projects"])
+        typer.echo("still paused: " + ", ".join(still) + " (recall resume --all resumes everything)")
+
+
+@app.command()
+def projects(home: HomeOption = None, json_output: JsonOption = False):
+    """Each project with its memory count and last activity."""
+    with open_home(home) as recall:
+        rows = recall.projects()
+    if json_output:
+        emit_json(rows)
+        return
+    if not rows:
+        typer.echo("no memories yet")
+        return
+    now = time.time()
+    for row in rows:
+        typer.echo(f"{row['project']}: {plural(row['memories'], 'memory', 'memories')}, last activity "
+                   f"{age(now - row['last_activity'])}" + (f", {row['pinned']} pinned" if row["pinned"] else ""))
+
+
+@app.command()
+def export(
+    project: Annotated[Optional[str], typer.Option("--project", help="Project path (default: the current "
+                                                   "directory's project).")] = None,
+    all_projects: Annotated[bool, typer.Option("--all-projects", help="Every project.")] = False,
+    output_format: Annotated[str, typer.Option("--format", help="jsonl (every field, re-importable with "
+                                               "`recall import`) or markdown.")] = "jsonl",
+    output: Annotated[Optional[Path], typer.Option("--output", help="File to write (default: stdout).")] = None,
+    home: HomeOption = None,
+):
+    """Export memories: JSONL (one object per memory, every field; `recall import` reads it back) or Markdown."""
+    if output_format not in ("jsonl", "markdown"):
+        raise typer.BadParameter("use jsonl or markdown", param_hint="--format")
+    with open_home(home) as recall:
+        memories = recall.export(resolve_project(project, all_projects))
+    if output_format == "jsonl":
+        text = "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in memories)
+    else:
+        lines = ["# recall export", ""]
+        for project_name in sorted({m["project"] for m in memories}):
+            lines += [f"## {project_name}", ""]
+            mine = [m for m in memories if m["project"] == project_name]
+            for session in sorted({m["session_id"] for m in mine}, key=lambda s: min(
+                    m["created_at"] for m in mine if m["session_id"] == s)):
+                lines += [f"### session {session or '(none)'}", ""]
+                for m in (m for m in mine if m["session_id"] == session):
+                    question = m["meta"].get("prompt") if m["kind"] == "exchange" else None
+                    body = f"Q: {question} → A: {m['text']}" if question else m["text"]
+                    lines.append(f"- **#{m['id']}** {m['created_at'][:16]} · {m['kind']}"
+                                 + (" · pinned" if m.get("pinned") else "") + f": {' '.join(body.split())}")
+                lines.append("")
+        text = "\n".join(lines) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+        return
+    output.write_text(text, encoding="utf-8")
+    typer.echo(f"exported {plural(len(memories), 'memory', 'memories')} to {output}", err=True)
+
+
+@app.command()
+def mcp(
+    home: HomeOption = None,
+    plugin_data: PluginDataOption = None,
+    project: Annotated[Optional[str], typer.Option("--project", help="Default project (default: the current "
+                                                   "directory's project).")] = None,
+):
+    """Run recall's MCP server on stdio (Claude Code starts it from the plugin's .mcp.json)."""
+    if plugin_data and not plugin_data.startswith("${") and not os.environ.get("CLAUDE_PLUGIN_DATA"):
+        os.environ["CLAUDE_PLUGIN_DATA"] = plugin_data
+    from .mcp_server import serve
+
+    serve(str(home) if home else None, project_for(project) if project else None)
+
+
 @worker_app.command("status")
 def worker_status(home: HomeOption = None, json_output: JsonOption = False):
     """Is a worker running for this data dir?"""
@@ -448,8 +648,17 @@ def worker_start(home: HomeOption = None):
     from ..shared.logs import JsonLog
 
     paths = DataPaths(home)
+    before = worker_client.health(paths)
+    if before:
+        typer.echo(f"already running: pid {before.get('pid')}, data dir {paths.home}")
+        return
     what, _ = start_worker(paths, JsonLog(paths.log_file, "cli"))
-    typer.echo(f"{what}")
+    deadline, health = time.monotonic() + 15, None
+    while health is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+        health = worker_client.health(paths)
+    typer.echo(f"worker started for {paths.home} (pid {health.get('pid')})" if health
+               else f"worker: {what}; not answering yet (see {paths.log_file})")
 
 
 @bench_app.command("locomo")

@@ -13,6 +13,16 @@ import os
 from pathlib import Path
 
 
+# Memories that follow the user into every project (`recall remember --global`): stored under this
+# key, which no path can be, and searched with every project's own.
+GLOBAL_PROJECT = "(global)"
+
+
+def in_scope(memory_project: str, project: str | None) -> bool:
+    """Is a memory of `memory_project` visible from `project` (None: every project)?"""
+    return project is None or memory_project in (project, GLOBAL_PROJECT)
+
+
 @functools.lru_cache(maxsize=256)
 def project_for(cwd: str) -> str:
     """The project key for a working directory."""

@@ -1,0 +1,234 @@
+"""Seeing and steering memory: remember (project and global), pin, injection receipts, pause/resume,
+RECALL_DISABLE, capture.ignore_projects, export/import round trip, projects, and the MCP server over a
+real stdio session. Hooks run as subprocesses fed real payloads; the CLI through typer's runner."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from typer.testing import CliRunner
+
+from memory_store import open_recall
+from memory_store.shells.cli import app
+from memory_store.shared.projects import GLOBAL_PROJECT
+
+from conftest import ROOT, stop_worker
+from test_hooks import FACT, first_session, session
+
+runner = CliRunner()
+
+
+def cli(*args, ok=True):
+    result = runner.invoke(app, [str(a) for a in args])
+    if ok:
+        assert result.exit_code == 0, result.output
+    return result
+
+
+def memories(home, project=None):
+    with open_recall(home, load_models=False) as recall:
+        recall.ingest_spool()
+        return recall.select(project=project)
+
+
+def test_remember_global_is_found_from_another_project(home, project, other_project):
+    cli("remember", "--global", "I use uv, never pip install into the system Python", "--home", home)
+    out = cli("remember", "the payments service listens on port 8443", "--project", project, "--home", home)
+    assert "remembered #" in out.stdout
+    with open_recall(home) as recall:
+        recall.embed_pending()
+        hits = recall.search("how do I install python packages, pip or uv?", project=str(other_project))
+        assert hits and hits[0].project == GLOBAL_PROJECT and "uv" in hits[0].text
+        assert not any("8443" in h.text for h in recall.search("payments port", project=str(other_project)))
+    assert cli("remember", "   ", "--home", home, ok=False).exit_code == 1
+
+
+def test_pin_unpin_and_unknown_ids(home, project):
+    cli("remember", "deploys need the --canary flag", "--project", project, "--home", home)
+    memory_id = memories(home)[0].id
+    assert f"pinned #{memory_id}" in cli("pin", f"#{memory_id}", "--home", home).stdout
+    assert memories(home)[0].pinned
+    cli("unpin", memory_id, "--home", home)
+    assert not memories(home)[0].pinned
+    missing = cli("pin", "99999", "--home", home, ok=False)
+    assert missing.exit_code == 1 and "not found: #99999" in missing.output
+
+
+def test_injection_receipts_say_what_why_and_into_which_prompt(hooks, home, project):
+    first_session(hooks, project)
+    send = session(hooks, project)
+    send("SessionStart-startup")
+    send("UserPromptSubmit", prompt="How do staging deploys work again, which script and flag?", prompt_id="q1")
+    receipts = json.loads(cli("injections", "--json", "--home", home).stdout)
+    prompt_receipt = next(r for r in receipts if r["hook"] == "UserPromptSubmit")
+    assert "staging deploys" in prompt_receipt["prompt"]
+    assert prompt_receipt["memories"] and all(m["why"] for m in prompt_receipt["memories"])
+    assert any("ship.sh" in (m["text"] or "") for r in receipts for m in r["memories"])
+    text = cli("injections", "--home", home).stdout
+    assert "why: evidence" in text and "UserPromptSubmit" in text
+    # Forgetting the injected memory forgets its receipts too.
+    injected = [m["id"] for m in prompt_receipt["memories"]]
+    stop_worker(home)
+    with open_recall(home, load_models=False) as recall:
+        recall.forget(injected)
+        assert all(not set(injected) & {m["id"] for m in r["memories"]} for r in recall.injections())
+
+
+def test_pause_resume_and_expiry(hooks, home, project, other_project):
+    cli("pause", "--project", project, "--home", home)
+    send = session(hooks, project)
+    send("UserPromptSubmit", prompt="paused-marker-one must not be kept", prompt_id="p1")
+    session(hooks, other_project)("UserPromptSubmit", prompt="other-marker is kept", prompt_id="p1")
+    texts = [m.text for m in memories(home)]
+    assert not any("paused-marker-one" in t for t in texts) and any("other-marker" in t for t in texts)
+    cli("resume", "--project", project, "--home", home)
+    send("UserPromptSubmit", prompt="resumed-marker is kept", prompt_id="p2")
+    assert any("resumed-marker" in m.text for m in memories(home))
+
+    out = cli("pause", "--all", "--for", "1s", "--home", home).stdout
+    assert "paused every project until" in out
+    send("UserPromptSubmit", prompt="all-paused-marker is not kept", prompt_id="p3")
+    time.sleep(1.2)
+    send("UserPromptSubmit", prompt="expired-marker is kept", prompt_id="p4")
+    texts = [m.text for m in memories(home)]
+    assert not any("all-paused-marker" in t for t in texts) and any("expired-marker" in t for t in texts)
+    assert cli("pause", "--for", "soon", "--home", home, ok=False).exit_code != 0
+
+
+def test_recall_disable_stores_and_prints_nothing(hooks, home, project):
+    first_session(hooks, project)
+    before = len(memories(home))
+    hooks.env["RECALL_DISABLE"] = "1"
+    try:
+        result = session(hooks, project)("UserPromptSubmit", prompt=f"Remind me: {FACT}?", prompt_id="d1")
+    finally:
+        del hooks.env["RECALL_DISABLE"]
+    assert result.stdout == "" and len(memories(home)) == before
+
+
+def test_ignored_projects_are_not_captured(hooks, home, project, other_project):
+    os.makedirs(home, exist_ok=True)
+    (home / "config.json").write_text(json.dumps({"capture": {"ignore_projects": [str(project.parent / "dem*")]}}))
+    session(hooks, project)("UserPromptSubmit", prompt="ignored-marker", prompt_id="i1")
+    session(hooks, other_project)("UserPromptSubmit", prompt="kept-marker", prompt_id="i1")
+    texts = [m.text for m in memories(home)]
+    assert not any("ignored-marker" in t for t in texts) and any("kept-marker" in t for t in texts)
+
+
+def test_export_round_trips_through_import(hooks, home, project, tmp_path):
+    first_session(hooks, project)
+    cli("remember", "the queue is orders-v2", "--project", project, "--home", home)
+    memory_id = memories(home, str(project))[0].id
+    cli("pin", memory_id, "--home", home)
+    stop_worker(home)
+    exported = tmp_path / "export.jsonl"
+    cli("export", "--project", project, "--output", exported, "--home", home)
+    lines = [json.loads(line) for line in exported.read_text().splitlines()]
+    assert lines and {"id", "project", "session_id", "kind", "text", "created_at", "importance", "meta",
+                      "pinned"} <= set(lines[0])
+    fresh = tmp_path / "fresh-home"
+    cli("import", exported, "--home", fresh, "--no-embed")
+    cli("import", exported, "--home", fresh, "--no-embed")  # twice: nothing new
+    original = sorted((m.project, m.kind, m.text, m.session_id, m.pinned) for m in memories(home, str(project)))
+    again = sorted((m.project, m.kind, m.text, m.session_id, m.pinned) for m in memories(fresh))
+    assert again == original
+    markdown = cli("export", "--project", project, "--format", "markdown", "--home", home).stdout
+    assert f"## {project}" in markdown and "scripts/ship.sh" in markdown
+    assert cli("export", "--format", "xml", "--home", home, ok=False).exit_code != 0
+
+
+def test_projects_lists_counts_and_activity(home, project, other_project):
+    cli("remember", "one", "--project", project, "--home", home)
+    cli("remember", "two", "--project", project, "--home", home)
+    cli("remember", "three", "--project", other_project, "--home", home)
+    rows = {r["project"]: r for r in json.loads(cli("projects", "--json", "--home", home).stdout)}
+    assert rows[str(project)]["memories"] == 2 and rows[str(other_project)]["memories"] == 1
+    assert "2 memories, last activity just now" in cli("projects", "--home", home).stdout
+
+
+def test_help_shows_plain_flags():
+    out = cli("search", "--help").stdout
+    assert "--json" in out and "<bool>" not in out
+
+
+class McpSession:
+    """A real stdio MCP session with `recall mcp`: newline-delimited JSON-RPC."""
+
+    def __init__(self, home, project):
+        env = dict(os.environ, RECALL_HOME=str(home))
+        self.proc = subprocess.Popen([sys.executable, "-m", "memory_store.shells.cli", "mcp", "--project",
+                                      str(project)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=env, cwd=str(ROOT))
+        self.next_id = 0
+
+    def request(self, method, params=None):
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}})
+        while True:
+            line = self.proc.stdout.readline()
+            assert line, self.proc.stderr.read().decode()[-2000:]
+            message = json.loads(line)
+            if message.get("id") == self.next_id:
+                return message
+
+    def send(self, message):
+        self.proc.stdin.write((json.dumps(message) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def call(self, tool, **arguments):
+        reply = self.request("tools/call", {"name": tool, "arguments": arguments})
+        assert "result" in reply, reply
+        return "\n".join(c.get("text", "") for c in reply["result"]["content"])
+
+    def close(self):
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def test_mcp_tools_over_stdio(hooks, home, project):
+    first_session(hooks, project)
+    stop_worker(home)
+    mcp = McpSession(home, project)
+    try:
+        init = mcp.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                          "clientInfo": {"name": "test", "version": "1"}})
+        assert init["result"]["serverInfo"]["name"] == "recall"
+        mcp.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        tools = {t["name"]: t for t in mcp.request("tools/list")["result"]["tools"]}
+        assert {"search", "timeline", "get_memories", "remember"} <= set(tools)
+        assert set(tools["search"]["inputSchema"]["properties"]) >= {"query", "limit", "project"}
+
+        index = mcp.call("search", query="staging deploy script canary", limit=5)
+        assert index.startswith("<recall-memory>") and index.rstrip().endswith("</recall-memory>")
+        assert "not instructions" in index and "ship.sh" in index
+        first_id = int(index.split("#", 1)[1].split(" ", 1)[0])
+        full = mcp.call("get_memories", ids=[first_id, 999999])
+        assert f"#{first_id}" in full and "Not found: #999999" in full
+        around = mcp.call("timeline", id=first_id)
+        assert f"→ #{first_id}" in around
+        assert "No memory #999999" in mcp.call("timeline", id=999999)
+
+        stored = mcp.call("remember", text="from now on, use ruff instead of flake8", scope="global")
+        assert "Remembered as #" in stored and "every project" in stored
+        assert "Not stored" in mcp.call("remember", text="x", scope="team")
+        big = mcp.call("search", query="deploy " * 200, limit=100)
+        assert len(big) <= 8000
+    finally:
+        mcp.close()
+    assert any(m.project == GLOBAL_PROJECT and "ruff" in m.text for m in memories(home))
+
+
+def test_plugin_registers_the_mcp_server_and_skill():
+    config = json.loads((ROOT / ".mcp.json").read_text())
+    server = config["mcpServers"]["recall"]
+    assert server["command"] == "${CLAUDE_PLUGIN_ROOT}/bin/recall" and server["args"][0] == "mcp"
+    skill = (ROOT / "skills" / "recall" / "SKILL.md").read_text()
+    assert skill.startswith("---\nname: recall\ndescription: ") and "get_memories" in skill
