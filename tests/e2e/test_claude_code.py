@@ -11,6 +11,7 @@ Without node/npm these tests skip, unless RECALL_REQUIRE_E2E=1 (set by .ci/run):
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -20,7 +21,7 @@ import pytest
 
 from claude_cli import ClaudeUnavailable, claude_env, ensure_claude, parse_debug_hooks, run_claude
 from conftest import ROOT, stop_worker, wait_until_embedded
-from mock_anthropic import DEFAULT_TEXT, MockAnthropic, Text
+from mock_anthropic import DEFAULT_TEXT, MockAnthropic, Text, ToolUse, tool_results_in_turn
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -164,3 +165,32 @@ def test_log_search_command_expands_to_the_stored_memory(installed, session_one)
     assert "/recall:log-search" in joined, "the command was not expanded"
     assert "no Python with recall's dependencies" not in joined
     assert FACT in joined, f"the expanded command does not show the stored memory:\n{joined[-3000:]}"
+
+
+def test_model_calls_the_plugin_search_tool_and_gets_the_fact(installed, session_one):
+    """The plugin's MCP server (.mcp.json) starts under Claude Code, lists its tools to the model, and a
+    `search` call by the model returns the stored fact in the tool result."""
+    seen_tools: list[str] = []
+
+    def script(body):
+        names = [t.get("name", "") for t in body.get("tools", [])]
+        seen_tools[:] = names
+        search = next((n for n in names if n.startswith("mcp__") and "recall" in n and n.endswith("__search")), None)
+        if search is None or tool_results_in_turn(body):
+            return Text(DEFAULT_TEXT)
+        return ToolUse(name=search, input={"query": "staging deploy canary flag", "limit": 5})
+
+    with MockAnthropic(script=script) as mock:
+        debug = installed.logs / "mcp-search.debug.log"
+        env = dict(installed.env(mock), MCP_CONNECTION_NONBLOCKING="0")  # -p: wait for MCP servers first
+        result = run_claude(installed.claude, ["-p", "What did we say about staging deploys?", "--debug-file", debug,
+                                               "--allowedTools", "mcp__plugin_recall_recall__search"],
+                            env, cwd=installed.project, timeout=180)
+        requests = mock.main_requests
+    assert result.returncode == 0, f"claude -p failed:\n{result.stdout}\n{result.stderr}"
+    assert any(n.endswith("__search") and "recall" in n for n in seen_tools), seen_tools
+    results = [block for r in requests for m in r.get("messages", []) if m.get("role") == "user"
+               and isinstance(m.get("content"), list) for block in m["content"] if block.get("type") == "tool_result"]
+    assert results, "the model's search call got no tool result"
+    text = json.dumps(results)
+    assert "--canary" in text and "recall-memory" in text, text[-2000:]
