@@ -232,3 +232,39 @@ def test_plugin_registers_the_mcp_server_and_skill():
     assert server["command"] == "${CLAUDE_PLUGIN_ROOT}/bin/recall" and server["args"][0] == "mcp"
     skill = (ROOT / "skills" / "recall" / "SKILL.md").read_text()
     assert skill.startswith("---\nname: recall\ndescription: ") and "get_memories" in skill
+
+
+def test_show_and_timeline_take_hash_ids_and_fail_on_missing(home, project):
+    cli("remember", "the queue is orders-v2", "--project", project, "--home", home)
+    memory_id = memories(home)[0].id
+    assert "orders-v2" in cli("show", f"#{memory_id}", "--home", home).stdout
+    assert "orders-v2" in cli("timeline", f"#{memory_id}", "--home", home).stdout
+    for command in ("show", "timeline"):
+        result = cli(command, "99999", "--json", "--home", home, ok=False)
+        assert result.exit_code == 1 and "not found" in result.output
+
+
+def test_import_names_each_bad_file_and_fails(home, tmp_path):
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps({"type": "user", "uuid": "u1", "sessionId": "s1", "cwd": "/p/x",
+                                "timestamp": "2026-01-02T10:00:00Z", "message": {"role": "user",
+                                                                                  "content": "the port is 8443"}}) + "\n")
+    binary = tmp_path / "random.bin"
+    binary.write_bytes(os.urandom(2000))
+    result = cli("import", good, binary, tmp_path / "missing.jsonl", ROOT / "README.md", "--home", home,
+                 "--no-embed", ok=False)
+    assert result.exit_code == 1
+    assert "1 file imported" in result.output
+    assert "missing.jsonl: no such file or directory" in result.output
+    assert "random.bin: not a Claude Code transcript" in result.output
+    assert "README.md: not a Claude Code transcript" in result.output
+    alone = cli("import", tmp_path / "nothing-here", "--home", home, ok=False)
+    assert alone.exit_code == 1 and "no such file or directory" in alone.output
+
+
+def test_bench_commands_reject_bad_input_without_a_traceback(tmp_path):
+    for args in (["bench", "latency", "--memories", "abc"],
+                 ["bench", "locomo", str(ROOT / "README.md")],
+                 ["bench", "locomo", str(ROOT / "README.md"), "--config", "{not json"]):
+        result = cli(*args, ok=False)
+        assert result.exit_code == 2 and "Traceback" not in result.output and "Invalid value" in result.output

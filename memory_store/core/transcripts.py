@@ -60,7 +60,8 @@ class ImportReport:
     events: int = 0
     new_memories: int = 0
     duplicates: int = 0
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # lines that could not be read
+    failed: list[str] = field(default_factory=list)  # files not imported at all, with the reason
 
 
 def find_transcripts(paths: list[Path]) -> list[Path]:
@@ -270,11 +271,17 @@ def import_paths(store, paths: list[Path], progress=None) -> ImportReport:
             if store.imported_size(str(path.resolve())) == size:
                 report.skipped_files += 1
             else:
+                entries_before, errors_before = report.entries, len(report.errors)
                 events = import_file(store, path, report)
-                store.mark_imported(str(path.resolve()), size, events)
-                report.files += 1
+                if report.entries == entries_before and len(report.errors) > errors_before:
+                    report.failed.append(f"{path}: not a Claude Code transcript nor a recall export "
+                                         f"({len(report.errors) - errors_before} unreadable lines, none usable)")
+                    del report.errors[errors_before:]
+                else:
+                    store.mark_imported(str(path.resolve()), size, events)
+                    report.files += 1
         except OSError as exc:
-            report.errors.append(f"{path}: {exc}")
+            report.failed.append(f"{path}: {exc.strerror or exc}")
         if progress:
             progress(path)
     return report

@@ -8,11 +8,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 from pathlib import Path
 
 from ..shared.paths import DataPaths
-from ..shared.worker_client import stop_worker, wait_until_embedded
+from ..shared.worker_client import health, stop_worker, wait_until_embedded
 from .hookrunner import HookRunner, find_plugin_root
 
 SESSION_FILE = Path(__file__).with_name("demo_session.json")
@@ -95,12 +96,25 @@ def run_demo(keep: bool = False, echo=None) -> dict:
         result.update(checks=checks, injected=injected, captured=len(memories), ok=all(checks.values()))
         recall.close()
     finally:
-        stop_worker(DataPaths(home))
+        paths = DataPaths(home)
+        info = health(paths) or {}
+        stop_worker(paths)
+        _wait_for_exit(info.get("pid"))  # its last log line must not land after the cleanup
         if keep:
             say(f"\nkept {tmp}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
     return result
+
+
+def _wait_for_exit(pid, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while pid and time.monotonic() < deadline:
+        try:
+            os.kill(int(pid), 0)
+        except (OSError, ValueError):
+            return
+        time.sleep(0.05)
 
 
 

@@ -96,10 +96,11 @@ def search(
         typer.echo(f"recall: {len(hits)} memories for {query!r}" + (f" in {scope}" if scope else ""))
     for hit in hits:
         created = hit.created_at.timestamp()
+        where = f"  [{hit.project}]" if scope is None else ""  # --all-projects: say whose it is
         if index:
-            typer.echo(f"#{hit.id:<6} {age(now - created):>9}  {hit.kind:<8} {one_line(hit.text, 100)}")
+            typer.echo(f"#{hit.id:<6} {age(now - created):>9}  {hit.kind:<8} {one_line(hit.text, 100)}{where}")
         else:
-            typer.echo(f"#{hit.id}  {hit.kind}  {age(now - created)}  score {hit.score:.3f}")
+            typer.echo(f"#{hit.id}  {hit.kind}  {age(now - created)}  score {hit.score:.3f}{where}")
             typer.echo(f"    {one_line(hit.text, 300)}")
     if index:
         typer.echo("Expand one: `recall show ID` · what happened around it: `recall timeline ID`")
@@ -148,17 +149,21 @@ def print_memory(memory) -> None:
 
 @app.command()
 def show(
-    ids: Annotated[list[int], typer.Argument(help="Memory ids.")],
+    ids: Annotated[list[str], typer.Argument(help="Memory ids (12 or #12).")],
     home: HomeOption = None,
     json_output: JsonOption = False,
 ):
     """Show memories in full. Example: recall show 12 15"""
+    wanted = parse_ids(ids)
     with open_home(home) as recall:
-        memories = recall.get(ids)
+        memories = recall.get(wanted)
+    missing = set(wanted) - {m.id for m in memories}
     if json_output:
         emit_json([m.model_dump(mode="json") for m in memories])
+        if missing:
+            typer.echo(f"not found: {', '.join(map(str, sorted(missing)))}", err=True)
+            raise typer.Exit(1)
         return
-    missing = set(ids) - {m.id for m in memories}
     for memory in memories:
         print_memory(memory)
         typer.echo("")
@@ -169,21 +174,24 @@ def show(
 
 @app.command()
 def timeline(
-    memory_id: Annotated[int, typer.Argument(help="Memory id.")],
+    memory_ref: Annotated[str, typer.Argument(help="Memory id (12 or #12).")],
     before: Annotated[int, typer.Option(min=0)] = 5,
     after: Annotated[int, typer.Option(min=0)] = 5,
     home: HomeOption = None,
     json_output: JsonOption = False,
 ):
     """What happened around a memory (same session). Example: recall timeline 12"""
+    memory_id = parse_ids([memory_ref])[0]
     with open_home(home) as recall:
         memories = recall.timeline(memory_id, before, after)
+    if not memories:
+        if json_output:
+            emit_json([])
+        typer.echo(f"memory #{memory_id} not found", err=True)
+        raise typer.Exit(1)
     if json_output:
         emit_json([m.model_dump(mode="json") for m in memories])
         return
-    if not memories:
-        typer.echo(f"memory #{memory_id} not found", err=True)
-        raise typer.Exit(1)
     for memory in memories:
         marker = ">>" if memory.id == memory_id else "  "
         stamp = memory.created_at.astimezone().strftime("%Y-%m-%d %H:%M:%S")
@@ -200,9 +208,14 @@ def import_command(
     """Import Claude Code transcripts (idempotent). Example: recall import ~/.claude/projects"""
     from ..core.transcripts import find_transcripts
 
-    files = find_transcripts(paths)
+    missing = [p for p in paths if not p.expanduser().exists()]
+    for path in missing:
+        typer.echo(f"recall: {path}: no such file or directory", err=True)
+    files = find_transcripts([p for p in paths if p not in missing])
     if not files:
-        raise typer.BadParameter("no transcript (.jsonl) files found", param_hint="PATHS")
+        if not missing:
+            typer.echo(f"recall: no transcript (.jsonl) files in {', '.join(map(str, paths))}", err=True)
+        raise typer.Exit(1)
     with open_home(home) as recall:
         with typer.progressbar(length=len(files), label="Importing transcripts", file=sys.stderr) as bar:
             report = recall.import_transcripts(paths, progress=lambda _path: bar.update(1))
@@ -215,14 +228,25 @@ def import_command(
                 typer.echo(f"embeddings skipped: {recall.models.embedder_error}", err=True)
     result = {"files": report.files, "unchanged_files": report.skipped_files, "entries": report.entries,
               "events": report.events, "new_memories": report.new_memories, "duplicates": report.duplicates,
-              "embedded": embedded, "errors": report.errors[:20], "error_count": len(report.errors)}
+              "embedded": embedded, "errors": report.errors[:20], "error_count": len(report.errors),
+              "failed_files": report.failed + [f"{p}: no such file or directory" for p in missing]}
+    failed = result["failed_files"]
     if json_output:
         emit_json(result)
-        return
-    typer.echo(f"{report.files} file(s) imported ({report.skipped_files} unchanged), {report.entries} entries, "
-               f"{report.new_memories} new memories, {report.duplicates} duplicates merged, {embedded} embedded.")
-    for error in report.errors[:5]:
-        typer.echo(f"  skipped: {error}", err=True)
+    else:
+        typer.echo(f"{plural(report.files, 'file')} imported ({report.skipped_files} unchanged), "
+                   f"{plural(report.entries, 'entry', 'entries')}, {plural(report.new_memories, 'new memory', 'new memories')}, "
+                   f"{plural(report.duplicates, 'duplicate')} merged, {embedded} embedded.")
+        for problem in report.failed:
+            typer.echo(f"  not imported: {problem}", err=True)
+        shown = report.errors[:5]
+        for error in shown:
+            typer.echo(f"  skipped line: {error}", err=True)
+        if len(report.errors) > len(shown):
+            typer.echo(f"  … and {len(report.errors) - len(shown)} more skipped lines "
+                       f"({len(report.errors)} in all; --json lists 20)", err=True)
+    if failed:
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -234,8 +258,8 @@ def stats(home: HomeOption = None, json_output: JsonOption = False):
         emit_json(data)
         return
     typer.echo(f"data dir   {data['home']} ({data['db_bytes'] / 1e6:.1f} MB)")
-    typer.echo(f"memories   {data['memories']} in {data['projects']} project(s), {data['sessions']} session(s); "
-               f"{data['superseded']} superseded")
+    typer.echo(f"memories   {data['memories']} in {plural(data['projects'], 'project')}, "
+               f"{plural(data['sessions'], 'session')}; {data['superseded']} superseded")
     typer.echo("by kind    " + ", ".join(f"{k} {v}" for k, v in sorted(data["by_kind"].items())))
     typer.echo(f"vectors    {data['vectors']} ({data['vector_model'] or 'no index yet'}), "
                f"{data['pending_embeddings']} waiting")
@@ -244,8 +268,9 @@ def stats(home: HomeOption = None, json_output: JsonOption = False):
     if latency:
         typer.echo("hook time in process (ms):")
         for hook, row in latency.items():
+            routes = ", ".join(f"{route} {count}" for route, count in sorted(row["routes"].items()))
             typer.echo(f"  {hook:<20} n={row['n']:<6} p50 {row['p50']:>7}  p95 {row['p95']:>7}  p99 {row['p99']:>7}"
-                       f"  {row['routes']}")
+                       f"  ({routes})")
 
 
 @app.command()
@@ -678,7 +703,22 @@ def bench_locomo(
     from ..core.config import Config
     from ..devtools.bench.locomo import format_report, run_locomo
 
-    config = Config.model_validate(json.loads(settings)) if settings else None
+    from pydantic import ValidationError
+
+    try:
+        config = Config.model_validate(json.loads(settings)) if settings else None
+    except (ValueError, ValidationError) as exc:
+        first = str(exc).splitlines()[0] if not isinstance(exc, ValidationError) else \
+            "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
+        raise typer.BadParameter(f"not a valid recall config: {first}", param_hint="--config") from None
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+        valid = isinstance(data, list) and all(isinstance(s, dict) and "conversation" in s and "qa" in s for s in data)
+    except (OSError, UnicodeDecodeError, ValueError):
+        valid = False
+    if not valid:
+        raise typer.BadParameter(f"{file} is not a LoCoMo file (a JSON list of samples with "
+                                 "'conversation' and 'qa')", param_hint="FILE")
     report = run_locomo(file, methods=[m.strip() for m in methods.split(",") if m.strip()],
                         conversations=conversations.split(",") if conversations else None, workdir=workdir,
                         echo=lambda message: typer.echo(message, err=True), config=config, injection=injection)
@@ -699,7 +739,14 @@ def bench_latency(
     """Wall time per hook event as Claude Code runs them (a fresh process per call) beside bare Python."""
     from ..devtools.bench.latency import format_latency, run_latency
 
-    report = run_latency([int(n) for n in memories.split(",")], runs=runs,
+    try:
+        sizes = [int(n) for n in memories.split(",")]
+    except ValueError:
+        raise typer.BadParameter(f"{memories!r} is not a list of store sizes (e.g. 10000,100000)",
+                                 param_hint="--memories") from None
+    if any(n <= 0 for n in sizes):
+        raise typer.BadParameter("store sizes must be positive", param_hint="--memories")
+    report = run_latency(sizes, runs=runs,
                          echo=lambda message: typer.echo(message, err=True), import_entries=import_entries)
     if json_output:
         emit_json(report)
