@@ -277,6 +277,8 @@ def m004_pins_and_receipts(conn: apsw.Connection) -> None:
             items TEXT NOT NULL  -- JSON: [{"id": memory id, "why": the gate's reason}, ...]
         );
         CREATE INDEX injection_receipts_session ON injection_receipts(session_id, injected_at);
+        -- Every prompt asks for the pinned memories: a few rows, found without reading the table.
+        CREATE INDEX memories_pinned ON memories(project) WHERE pinned = 1;
         """
     )
 

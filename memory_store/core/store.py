@@ -610,10 +610,18 @@ class Store:
 
     def select_memories(self, *, ids: list[int] | None = None, project: str | None = None,
                         session_id: str | None = None, before: float | None = None,
-                        match: str | None = None) -> list[Memory]:
-        """The memories that meet every given condition (what `recall forget` would delete).
-        `match`: the text (or an exchange's question) contains it, case-insensitively."""
+                        match: str | None = None, kind: str | None = None, since: float | None = None,
+                        newest: int | None = None) -> list[Memory]:
+        """The memories that meet every given condition (what `recall forget` would delete), oldest
+        first, or only the `newest` N of them, newest first (browsing). `match`: the text (or an
+        exchange's question) contains it, case-insensitively."""
         where, args = [], []
+        if kind is not None:
+            where.append("kind = ?")
+            args.append(kind)
+        if since is not None:
+            where.append("created_at >= ?")
+            args.append(since)
         if ids is not None:
             where.append(f"id IN ({_marks(ids)})")
             args += list(ids)
@@ -631,6 +639,9 @@ class Store:
             where.append("(text LIKE ? ESCAPE '\\' OR meta LIKE ? ESCAPE '\\')")
             args += [pattern, pattern]
         sql = f"SELECT {MEMORY_COLUMNS} FROM memories" + (" WHERE " + " AND ".join(where) if where else "")
+        if newest is not None:
+            return [row.memory() for row in self._rows(sql + " ORDER BY created_at DESC, id DESC LIMIT ?",
+                                                       [*args, newest])]
         return [row.memory() for row in self._rows(sql + " ORDER BY id", args)]
 
     def forget(self, memory_ids: list[int]) -> list[Memory]:

@@ -633,6 +633,37 @@ def export(
 
 
 @app.command()
+def ui(
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port on 127.0.0.1 (0: any free one).")] = 0,
+    no_browser: Annotated[bool, typer.Option("--no-browser", help="Print the address, do not open a browser.")] = False,
+    home: HomeOption = None,
+):
+    """A local web viewer: projects, search with filters, a memory and its timeline, injections and their
+    reasons, pin / unpin / forget. 127.0.0.1 only, behind a random token in the address."""
+    from .viewer import make_server
+
+    recall = open_home(home)
+    try:
+        server, url = make_server(recall, port)
+    except OSError as exc:
+        recall.close()
+        typer.echo(f"recall: cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"recall ui: {url}\n(Ctrl-C stops it)")
+    if not no_browser:
+        import webbrowser
+
+        webbrowser.open(url)
+    try:
+        server.serve_forever(poll_interval=0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+        recall.close()
+
+
+@app.command()
 def mcp(
     home: HomeOption = None,
     plugin_data: PluginDataOption = None,

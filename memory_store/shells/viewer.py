@@ -1,0 +1,293 @@
+"""`recall ui`: a local web viewer of the memory, served by the standard library.
+
+    /                      projects, with counts and last activity
+    /search                search or browse a project, filtered by kind and date
+    /memory/ID             one memory in full, its timeline, and pin / unpin / forget buttons
+    /injections            what was injected, into which prompt, and the gate's reasons (live: refreshes)
+
+Bound to 127.0.0.1 only. Every request must carry the random token of this run (in the URL, as printed by
+`recall ui`; forms post it back): without it, 403. Everything shown is HTML-escaped (memories hold whatever
+was typed or printed), and the Content-Security-Policy forbids scripts altogether: the pages are plain
+HTML and forms. A thin shell over `memory_store.api`, like the CLI and the MCP server.
+"""
+
+from __future__ import annotations
+
+import html
+import secrets
+import threading
+import time
+from datetime import datetime
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlencode, urlparse
+
+from ..core.inject import age
+from ..shared import worker_client
+from ..shared.projects import GLOBAL_PROJECT
+from ..shared.text import one_line
+
+KINDS = ("prompt", "exchange", "tool", "error", "note")
+PAGE_SIZE = 50
+LIVE_REFRESH_SECONDS = 5
+CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
+STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
+header{background:#1d2330;color:#fff;padding:10px 20px;display:flex;gap:18px;align-items:center}
+header a{color:#cfe0ff;text-decoration:none}header b{font-size:16px;margin-right:10px}
+main{padding:16px 20px;max-width:1100px}
+table{border-collapse:collapse;width:100%;background:#fff}td,th{padding:6px 8px;border-bottom:1px solid #e3e6eb;
+text-align:left;vertical-align:top}th{font-weight:600;background:#eef1f5}
+.kind{font-size:12px;padding:1px 6px;border-radius:8px;background:#e3ecff}.muted{color:#6b7383}
+.card{background:#fff;border:1px solid #e3e6eb;border-radius:6px;padding:12px 14px;margin:10px 0}
+pre{white-space:pre-wrap;word-break:break-word;margin:6px 0}form.inline{display:inline}
+button{cursor:pointer;padding:4px 10px}button.danger{background:#b3261e;color:#fff;border:0;border-radius:4px}
+input,select{padding:4px}.why{color:#37613a}.current{background:#fff7d6}
+"""
+
+
+def _stamp(ts: float) -> str:
+    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+
+
+def _esc(value) -> str:
+    return html.escape(str(value), quote=True)
+
+
+class Viewer:
+    """The pages, rendered from the API. `recall` is an open memory_store.api.Recall."""
+
+    def __init__(self, recall, token: str):
+        self.recall = recall
+        self.token = token
+        self.lock = threading.Lock()  # one request at a time on the shared Recall
+
+    def link(self, path: str, **params) -> str:
+        query = {k: v for k, v in params.items() if v not in (None, "")}
+        return _esc(f"{path}?{urlencode({'token': self.token, **query})}")
+
+    def hidden_token(self) -> str:
+        return f'<input type="hidden" name="token" value="{_esc(self.token)}">'
+
+    def page(self, title: str, body: str, refresh: int | None = None) -> str:
+        meta = f'<meta http-equiv="refresh" content="{refresh}">' if refresh else ""
+        return (f'<!doctype html><html><head><meta charset="utf-8">{meta}<title>{_esc(title)} · recall</title>'
+                f'<style>{STYLE}</style></head><body><header><b>recall</b>'
+                f'<a href="{self.link("/")}">Projects</a><a href="{self.link("/search")}">Search</a>'
+                f'<a href="{self.link("/injections")}">Injections</a></header><main><h2>{_esc(title)}</h2>'
+                f'{body}</main></body></html>')
+
+    # --- pages -------------------------------------------------------------------------------------
+
+    def projects(self, params) -> str:
+        rows = self.recall.projects()
+        if not rows:
+            return self.page("Projects", "<p>No memories yet.</p>")
+        now = time.time()
+        lines = "".join(
+            f'<tr><td><a href="{self.link("/search", project=r["project"])}">{_esc(r["project"])}</a></td>'
+            f'<td>{r["memories"]}</td><td>{r["pinned"]}</td><td>{_esc(age(now - r["last_activity"]))}</td></tr>'
+            for r in rows)
+        return self.page("Projects", "<table><tr><th>project</th><th>memories</th><th>pinned</th>"
+                                     f"<th>last activity</th></tr>{lines}</table>")
+
+    def search(self, params) -> str:
+        query = params.get("q", "").strip()
+        project = params.get("project") or None
+        kind = params.get("kind") if params.get("kind") in KINDS else None
+        since = _day(params.get("since"))
+        until = _day(params.get("until"), end=True)
+        kinds = "".join(f'<option value="{k}"{" selected" if k == kind else ""}>{k}</option>' for k in KINDS)
+        form = (f'<form method="get" action="/search" class="card">{self.hidden_token()}'
+                f'<input name="q" size="40" placeholder="search words" value="{_esc(query)}"> '
+                f'<input name="project" size="30" placeholder="project (empty: all)" value="{_esc(project or "")}"> '
+                f'<select name="kind"><option value="">any kind</option>{kinds}</select> '
+                f'from <input type="date" name="since" value="{_esc(params.get("since", ""))}"> '
+                f'to <input type="date" name="until" value="{_esc(params.get("until", ""))}"> '
+                '<button type="submit">Search</button></form>')
+        if query:
+            found = self._search(query, project)
+            memories = [h for h in found if (kind is None or h.kind == kind)
+                        and (since is None or h.created_at.timestamp() >= since)
+                        and (until is None or h.created_at.timestamp() <= until)][:PAGE_SIZE]
+            heading = f"<p class='muted'>{len(memories)} best matches for <b>{_esc(query)}</b></p>"
+        else:
+            memories = [m for m in self.recall.select(project=project, kind=kind, since=since, newest=PAGE_SIZE * 4)
+                        if until is None or m.created_at.timestamp() <= until][:PAGE_SIZE]
+            heading = f"<p class='muted'>the {len(memories)} newest memories</p>"
+        return self.page("Search", form + heading + self._table(memories, show_project=project is None))
+
+    def _search(self, query: str, project: str | None):
+        from ..core.records import Hit
+
+        hits = worker_client.search(self.recall.paths, query, PAGE_SIZE * 2, project)
+        if hits is not None:  # the worker holds the model: fast
+            return [Hit.model_validate(h) for h in hits]
+        self.recall.ingest_spool()
+        return self.recall.search(query, limit=PAGE_SIZE * 2, project=project)
+
+    def _table(self, memories, show_project: bool) -> str:
+        if not memories:
+            return "<p>Nothing found.</p>"
+        now = time.time()
+        rows = "".join(
+            f'<tr><td><a href="{self.link(f"/memory/{m.id}")}">#{m.id}</a></td>'
+            f'<td><span class="kind">{_esc(m.kind)}</span></td>'
+            f'<td class="muted">{_esc(age(now - m.created_at.timestamp()))}</td>'
+            + (f'<td class="muted">{_esc(_project_name(m.project))}</td>' if show_project else "")
+            + f'<td>{_esc(one_line(m.text, 160))}</td></tr>' for m in memories)
+        head = "<tr><th>id</th><th>kind</th><th>age</th>" + ("<th>project</th>" if show_project else "") + \
+            "<th>memory</th></tr>"
+        return f"<table>{head}{rows}</table>"
+
+    def memory(self, memory_id: int, params) -> tuple[int, str]:
+        found = self.recall.get([memory_id])
+        if not found:
+            return 404, self.page("Not found", f"<p>No memory #{memory_id} (forgotten, or never stored).</p>")
+        memory = found[0]
+        question = memory.meta.get("prompt") if memory.kind == "exchange" else None
+        actions = "".join(
+            f'<form class="inline" method="post" action="/memory/{memory.id}/{action}">{self.hidden_token()}'
+            f'<button type="submit" class="{cls}" name="do" value="{action}">{label}</button></form> '
+            for action, label, cls in (("unpin", "Unpin", "") if memory.pinned else ("pin", "Pin", ""),
+                                       ("forget", "Forget for good", "danger")))
+        facts = (f'<p class="muted">#{memory.id} · <span class="kind">{_esc(memory.kind)}</span> · '
+                 f'{_stamp(memory.created_at.timestamp())} · {_esc(_project_name(memory.project))} · session '
+                 f'<a href="{self.link("/injections", session=memory.session_id)}">{_esc(memory.session_id or "-")}</a>'
+                 + (" · <b>pinned</b>" if memory.pinned else "")
+                 + (f" · superseded by #{memory.superseded_by}" if memory.superseded_by else "") + "</p>")
+        text = (f"<p><b>Q:</b> {_esc(question)}</p>" if question else "") + f"<pre>{_esc(memory.text)}</pre>"
+        timeline = self.recall.timeline(memory.id, 6, 6)
+        rows = "".join(
+            f'<tr class="{"current" if m.id == memory.id else ""}"><td><a href="{self.link(f"/memory/{m.id}")}">'
+            f'#{m.id}</a></td><td class="muted">{_stamp(m.created_at.timestamp())}</td>'
+            f'<td><span class="kind">{_esc(m.kind)}</span></td><td>{_esc(one_line(m.text, 160))}</td></tr>'
+            for m in timeline)
+        body = (f'<div class="card">{facts}{text}<p>{actions}</p></div><h3>Timeline</h3>'
+                f"<table><tr><th>id</th><th>when</th><th>kind</th><th>memory</th></tr>{rows}</table>")
+        return 200, self.page(f"Memory #{memory.id}", body)
+
+    def injections(self, params) -> str:
+        session = params.get("session") or None
+        live = params.get("live") == "1"
+        receipts = self.recall.injections(session, 30)
+        now = time.time()
+        cards = []
+        for receipt in receipts:
+            prompt = receipt["prompt"] or ("(session start)" if receipt["hook"] == "SessionStart"
+                                           else "(prompt not kept)")
+            items = "".join(self._receipt_item(item) for item in receipt["memories"])
+            cards.append(
+                f'<div class="card"><p class="muted">{_esc(age(now - receipt["injected_at"]))} · {_esc(receipt["hook"])} · '
+                f'session <a href="{self.link("/injections", session=receipt["session_id"])}">'
+                f'{_esc(receipt["session_id"])}</a> · {_esc(_project_name(receipt["project"]))}</p>'
+                f'<p><b>Prompt:</b> {_esc(one_line(prompt, 300))}</p><ul>{items}</ul></div>')
+        toggle = (f'<p><a href="{self.link("/injections", session=session, live=None if live else "1")}">'
+                  f'{"stop live updates" if live else "live updates (every 5 s)"}</a></p>')
+        title = f"Injections of session {session}" if session else "Injections"
+        return self.page(title, toggle + ("".join(cards) or "<p>Nothing injected yet.</p>"),
+                         refresh=LIVE_REFRESH_SECONDS if live else None)
+
+    def _receipt_item(self, item: dict) -> str:
+        href = self.link(f"/memory/{item['id']}")
+        kind = _esc(item.get("kind") or "forgotten")
+        return (f'<li><a href="{href}">#{item["id"]}</a> <span class="kind">{kind}</span> '
+                f'{_esc(one_line(item.get("text") or "", 200))}<br><span class="why">why: {_esc(item["why"])}</span></li>')
+
+    # --- actions -----------------------------------------------------------------------------------
+
+    def act(self, memory_id: int, action: str) -> str:
+        """pin, unpin or forget; returns where to go next."""
+        if action == "forget":
+            gone = self.recall.forget([memory_id])
+            project = gone[0].project if gone else None
+            return f"/search?{urlencode({'token': self.token, **({'project': project} if project else {})})}"
+        self.recall.pin([memory_id], action == "pin")
+        return f"/memory/{memory_id}?{urlencode({'token': self.token})}"
+
+
+def _project_name(project: str) -> str:
+    return "global (every project)" if project == GLOBAL_PROJECT else project
+
+
+def _day(value: str | None, end: bool = False) -> float | None:
+    """A yyyy-mm-dd form value as local time (the start of the day, or its end)."""
+    if not value:
+        return None
+    try:
+        start = datetime.strptime(value, "%Y-%m-%d").timestamp()
+    except ValueError:
+        return None
+    return start + 86399.999 if end else start
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "recall-ui"
+    viewer: Viewer  # set on the class built by make_server
+
+    def log_message(self, *args) -> None:  # requests stay out of the terminal
+        pass
+
+    def _authorised(self, params: dict) -> bool:
+        return secrets.compare_digest(params.get("token", ""), self.viewer.token)
+
+    def _send(self, status: int, body: str, location: str | None = None) -> None:
+        data = body.encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Security-Policy", CSP)
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Referrer-Policy", "no-referrer")  # the token stays in this tab
+        self.send_header("Cache-Control", "no-store")
+        if location:
+            self.send_header("Location", location)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        url = urlparse(self.path)
+        params = {k: v[0] for k, v in parse_qs(url.query).items()}
+        if not self._authorised(params):
+            self._send(HTTPStatus.FORBIDDEN, "<h1>403</h1><p>Open the address `recall ui` printed (it has the token).</p>")
+            return
+        viewer = self.viewer
+        try:
+            with viewer.lock:
+                if url.path == "/":
+                    self._send(200, viewer.projects(params))
+                elif url.path == "/search":
+                    self._send(200, viewer.search(params))
+                elif url.path == "/injections":
+                    self._send(200, viewer.injections(params))
+                elif url.path.startswith("/memory/") and url.path[8:].isdigit():
+                    self._send(*viewer.memory(int(url.path[8:]), params))
+                else:
+                    self._send(404, viewer.page("Not found", "<p>No such page.</p>"))
+        except Exception as exc:  # one bad page must not stop the viewer
+            self._send(500, f"<h1>500</h1><pre>{_esc(type(exc).__name__)}: {_esc(exc)}</pre>")
+
+    def do_POST(self) -> None:
+        url = urlparse(self.path)
+        length = min(int(self.headers.get("Content-Length") or 0), 64 * 1024)
+        params = {k: v[0] for k, v in parse_qs(self.rfile.read(length).decode("utf-8", "replace")).items()}
+        if not self._authorised(params):
+            self._send(HTTPStatus.FORBIDDEN, "<h1>403</h1>")
+            return
+        parts = url.path.strip("/").split("/")
+        if len(parts) != 3 or parts[0] != "memory" or not parts[1].isdigit() or parts[2] not in ("pin", "unpin", "forget"):
+            self._send(404, "<h1>404</h1>")
+            return
+        with self.viewer.lock:
+            location = self.viewer.act(int(parts[1]), parts[2])
+        self._send(HTTPStatus.SEE_OTHER, "", location=location)
+
+
+def make_server(recall, port: int = 0, token: str | None = None) -> tuple[ThreadingHTTPServer, str]:
+    """The viewer's HTTP server on 127.0.0.1:`port` (0: any free port) and its URL with the token."""
+    viewer = Viewer(recall, token or secrets.token_urlsafe(24))
+    handler = type("Handler", (_Handler,), {"viewer": viewer})
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server.daemon_threads = True
+    url = f"http://127.0.0.1:{server.server_address[1]}/?{urlencode({'token': viewer.token})}"
+    return server, url

@@ -1,0 +1,107 @@
+"""`recall ui` in a real headless Chromium (Debian's `chromium`, driven by Playwright): it loads with the
+token, shows a stored memory and an injection with its reasons, forgets from the page, and refuses a
+request without the token. Screenshots go to the test's tmp dir (RECALL_SCREENSHOTS=DIR: there instead)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from memory_store import open_recall
+
+from conftest import ROOT
+from memory_store.shared.paths import DataPaths
+from memory_store.shared.worker_client import stop_worker
+from test_hooks import first_session, session
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        sync_playwright = None
+    if sync_playwright is None or CHROMIUM is None:
+        if os.environ.get("RECALL_REQUIRE_E2E"):
+            pytest.fail("the viewer test needs Playwright and Debian's chromium (.ci/run installs both)")
+        pytest.skip("Playwright or chromium not installed")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def viewer(home):
+    """`recall ui --no-browser` as a user starts it; yields its URL (with the token)."""
+    proc = subprocess.Popen([sys.executable, "-m", "memory_store.shells.cli", "ui", "--no-browser", "--home",
+                             str(home)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(ROOT))
+    try:
+        line = proc.stdout.readline()
+        match = re.search(r"http://127\.0\.0\.1:\d+/\?token=\S+", line)
+        assert match, line + proc.stderr.read()
+        yield match.group(0)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_viewer_in_chromium(hooks, home, project, browser, viewer, tmp_path):
+    shots = Path(os.environ.get("RECALL_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    first_session(hooks, project)
+    send = session(hooks, project)
+    send("SessionStart-startup")
+    send("UserPromptSubmit", prompt="How do staging deploys work again, which script and flag?", prompt_id="q1")
+    stop_worker(DataPaths(home))  # politely: the browser's environment names this data dir too
+    base, token = viewer.split("/?token=")
+
+    page = browser.new_page(viewport={"width": 1200, "height": 800})
+    page.goto(viewer)
+    assert str(project) in page.inner_text("main")
+    page.screenshot(path=str(shots / "viewer-projects.png"), full_page=True)
+
+    page.goto(f"{base}/injections?token={token}")
+    text = page.inner_text("main")
+    assert "How do staging deploys work again" in text and "why: evidence" in text and "ship.sh" in text
+    page.screenshot(path=str(shots / "viewer-injections.png"), full_page=True)
+
+    page.goto(f"{base}/search?token={token}&q=canary+flag&project={project}&kind=prompt")
+    rows = page.locator("table tr")
+    assert rows.count() >= 2 and "--canary" in page.inner_text("table")
+    page.screenshot(path=str(shots / "viewer-search.png"), full_page=True)
+
+    page.locator("table a").first.click()
+    assert "Timeline" in page.inner_text("main")
+    memory_id = int(re.search(r"/memory/(\d+)", page.url).group(1))
+    page.screenshot(path=str(shots / "viewer-memory.png"), full_page=True)
+    page.get_by_role("button", name="Pin").click()
+    assert "pinned" in page.inner_text(".card")
+    page.get_by_role("button", name="Forget for good").click()
+    page.goto(f"{base}/memory/{memory_id}?token={token}")
+    assert f"No memory #{memory_id}" in page.inner_text("main")
+    with open_recall(home, load_models=False) as recall:
+        assert recall.get([memory_id]) == []
+
+    # Without the token, or with a wrong one: 403, for pages and for actions alike.
+    for url, data in ((f"{base}/", None), (f"{base}/search?q=canary", None), (f"{base}/?token=wrong", None),
+                      (f"{base}/memory/1/forget", b"token=wrong")):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(urllib.request.Request(url, data=data), timeout=10)
+        assert refused.value.code == 403
