@@ -58,8 +58,9 @@ class Recall:
 
     # --- capture ---------------------------------------------------------------------------------
 
-    def handle_event(self, envelope: dict, *, respond: bool = True) -> dict:
-        """Store one hook event and return what the hook prints (see core.router)."""
+    def handle_event(self, envelope: dict, *, respond: bool = True) -> dict | str:
+        """Store one hook event and return what the hook prints (see core.router): a JSON object, or
+        for PreCompact plain text."""
         return router.handle_event(self.store, self.models, envelope, respond=respond)
 
     def ingest_spool(self) -> int:

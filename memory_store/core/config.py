@@ -103,6 +103,10 @@ class InjectConfig(_Section):
     )
     hot_budget_chars: int = Field(1500, ge=500, le=8000, description="Characters of the SessionStart hot-tier brief.")
     max_item_chars: int = Field(700, ge=80, description="One recalled memory is cut to this length.")
+    compact_budget_chars: int = Field(
+        2000, ge=300, le=8000, description="Characters of key facts handed to a compaction (PreCompact).")
+    into_subagents: bool = Field(False, description="Also inject into subagents' events (off: a subagent works on "
+                                 "its task with the context it was given).")
 
 
 class RankingConfig(_Section):
@@ -125,6 +129,9 @@ class RankingConfig(_Section):
     session_top: int = Field(3, ge=1, description="Candidates per session that make up its score.")
     recency_weight: float = Field(0.05, ge=0, description="How much exp(-age/decay) adds to a score.")
     pin_weight: float = Field(0.02, ge=0, description="Added to a pinned memory's score: first among equals.")
+    trust_weight: float = Field(
+        0.03, ge=0, description="How much a memory's trust (core/trust.py: the user's words 1.0 ... raw tool output "
+        "0.4) adds to its score.")
     recency_decay_days: float = Field(30, gt=0)
     priority_weight: float = Field(0.05, ge=0, description="How much the RFM priority adds to a score.")
     rfm_recency: float = Field(0.3, ge=0)

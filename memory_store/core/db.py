@@ -283,7 +283,21 @@ def m004_pins_and_receipts(conn: apsw.Connection) -> None:
     )
 
 
-MIGRATIONS = [m001_initial, m002_forget_for_good, m003_vector_changes, m004_pins_and_receipts]
+def m005_sources(conn: apsw.Connection) -> None:
+    """Who said it: `agent` names the subagent a memory comes from ('' for the main conversation), `trust`
+    weighs its source (the user's own words above the main assistant's conclusions, above a subagent's
+    output, above raw tool output: core/trust.py)."""
+    conn.execute(
+        """
+        ALTER TABLE memories ADD COLUMN agent TEXT NOT NULL DEFAULT '';
+        ALTER TABLE memories ADD COLUMN trust REAL NOT NULL DEFAULT 1.0;
+        UPDATE memories SET trust = CASE kind WHEN 'exchange' THEN 0.8 WHEN 'response' THEN 0.8
+            WHEN 'tool' THEN 0.4 WHEN 'error' THEN 0.4 ELSE 1.0 END;
+        """
+    )
+
+
+MIGRATIONS = [m001_initial, m002_forget_for_good, m003_vector_changes, m004_pins_and_receipts, m005_sources]
 
 
 def schema_version(conn: apsw.Connection) -> int:

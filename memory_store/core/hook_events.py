@@ -20,6 +20,8 @@ class HookPayload(BaseModel):
     cwd: str = Field(min_length=1, max_length=4096)
     transcript_path: str | None = None
     prompt_id: str | None = None
+    agent_id: str | None = None  # set inside a subagent
+    agent_type: str | None = None
 
 
 class SessionStart(HookPayload):
@@ -60,8 +62,22 @@ class SessionEnd(HookPayload):
     reason: str = "other"
 
 
-HookEvent = SessionStart | UserPromptSubmit | PostToolUse | PostToolUseFailure | Stop | SessionEnd
-HANDLED_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd")
+class SubagentStop(HookPayload):
+    hook_event_name: Literal["SubagentStop"]
+    last_assistant_message: str | None = None
+    agent_transcript_path: str | None = None
+
+
+class PreCompact(HookPayload):
+    hook_event_name: Literal["PreCompact"]
+    trigger: str = "manual"
+    custom_instructions: str | None = None
+
+
+HookEvent = (SessionStart | UserPromptSubmit | PostToolUse | PostToolUseFailure | Stop | SessionEnd | SubagentStop
+             | PreCompact)
+HANDLED_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd",
+                  "SubagentStop", "PreCompact")
 _EVENT_ADAPTER = TypeAdapter(HookEvent)
 
 

@@ -22,6 +22,7 @@ class MemoryDraft(BaseModel):
     importance: float = Field(0.3, ge=0, le=1)
     meta: dict[str, Any] = Field(default_factory=dict)
     supersedes: list[int] = Field(default_factory=list)
+    agent: str = ""  # the subagent it comes from ('' for the main conversation)
 
 
 def to_datetime(ts: float) -> datetime:
@@ -43,6 +44,8 @@ class Memory(BaseModel):
     superseded_by: int | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
     pinned: bool = False
+    agent: str = ""
+    trust: float = 1.0
 
 
 class Hit(BaseModel):
@@ -58,3 +61,5 @@ class Hit(BaseModel):
     kind: str
     similarity: float | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
+    agent: str = ""
+    trust: float = 1.0

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from ..shared import spool
-from . import alerts, capture, inject, tiers
-from .hook_events import (HANDLED_EVENTS, PostToolUse, PostToolUseFailure, SessionEnd, SessionStart, Stop,
-                          UserPromptSubmit, parse_event)
+from . import alerts, capture, compaction, inject, tiers, transcripts
+from .hook_events import (HANDLED_EVENTS, PostToolUse, PostToolUseFailure, PreCompact, SessionEnd, SessionStart,
+                          Stop, SubagentStop, UserPromptSubmit, parse_event)
 from ..shared.projects import project_for
 from .stages import stage
+from .trust import agent_name
 from .store import Store
 
 
@@ -74,13 +75,45 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
 def on_tool(ctx: Context, event: PostToolUse) -> dict:
     draft = capture.tool_observation(event, ctx.store.config.capture, ctx.project, ctx.at,
                                      str(ctx.store.paths.home))
-    ctx.store.record(ctx.event_id, draft, ctx.at)
+    ctx.store.record(ctx.event_id, in_namespace(draft, event), ctx.at)
     return {}
 
 
 def on_tool_failure(ctx: Context, event: PostToolUseFailure) -> dict:
-    ctx.store.record(ctx.event_id, capture.tool_failure(event, ctx.store.config.capture, ctx.project, ctx.at), ctx.at)
+    draft = capture.tool_failure(event, ctx.store.config.capture, ctx.project, ctx.at)
+    ctx.store.record(ctx.event_id, in_namespace(draft, event), ctx.at)
     return {}
+
+
+def in_namespace(draft, event):
+    """A memory made inside a subagent belongs to the subagent's namespace (core/trust.py)."""
+    if draft is not None and event.agent_id:
+        draft.agent = agent_name(event.agent_type, event.agent_id)
+        draft.meta["agent_id"] = event.agent_id
+    return draft
+
+
+def on_subagent_stop(ctx: Context, event: SubagentStop) -> dict:
+    """A subagent's report, kept in its namespace with the task it was given. Claude Code's own internal
+    agents (agent_type "", e.g. the compaction summarizer) are not kept: their output is the session's."""
+    if not (event.agent_type or "").strip():
+        ctx.store.record(ctx.event_id, None, ctx.at)
+        return {}
+    task = transcripts.first_prompt(event.agent_transcript_path)
+    draft = capture.exchange_memory(task, event.last_assistant_message or "", ctx.store.config.capture, ctx.project,
+                                    event.session_id, ctx.at, {"agent_type": event.agent_type})
+    ctx.store.record(ctx.event_id, in_namespace(draft, event), ctx.at)
+    return {}
+
+
+def on_pre_compact(ctx: Context, event: PreCompact) -> dict | str:
+    """The session's key facts, as extra instructions for the summary (plain text: see compaction.py)."""
+    ctx.store.record(ctx.event_id, None, ctx.at)
+    if not ctx.respond:
+        return {}
+    store = ctx.store
+    return compaction.key_facts(store, event.session_id, ctx.project, ctx.at - COMPACT_LOOKBACK,
+                                store.config.inject.compact_budget_chars)
 
 
 def on_stop(ctx: Context, event: Stop) -> dict:
@@ -109,12 +142,16 @@ HANDLERS = {
     "PostToolUseFailure": on_tool_failure,
     "Stop": on_stop,
     "SessionEnd": on_session_end,
+    "SubagentStop": on_subagent_stop,
+    "PreCompact": on_pre_compact,
 }
+COMPACT_LOOKBACK = 7 * 86400.0  # a session's facts are looked for this far back
 assert set(HANDLERS) == set(HANDLED_EVENTS)
 
 
-def handle_event(store: Store, models, envelope: dict, *, respond: bool = True) -> dict:
-    """Store what an event carries; return the hook's JSON output ({} for none).
+def handle_event(store: Store, models, envelope: dict, *, respond: bool = True) -> dict | str:
+    """Store what an event carries; return the hook's JSON output ({} for none), or for PreCompact the
+    plain text Claude Code reads as compaction instructions.
 
     envelope: {"event_id": str, "received_at": float, "payload": {...hook stdin...}}
     """
@@ -140,6 +177,8 @@ def handle_event(store: Store, models, envelope: dict, *, respond: bool = True) 
     if ignored(project, store.config.capture.ignore_projects):
         store.record(event_id, None, at)  # seen, nothing kept
         return {}
+    if event.agent_id and not store.config.inject.into_subagents:
+        respond = False  # a subagent works on its task: no memories in its context unless configured
     return handler(Context(store, models, event_id, at, project, respond), event)
 
 

@@ -95,6 +95,7 @@ def score(rows: list[Row], found: Candidates, cfg: RankingConfig, now: float) ->
         age = now - row.created_at
         value = fused[row.id] + cfg.session_weight * session_support.get(row.session_id, 0.0)
         value += cfg.recency_weight * ranking.recency(age, cfg.recency_decay_days) + cfg.pin_weight * row.pinned
+        value += cfg.trust_weight * row.trust
         last_use = max(row.created_at, row.last_accessed or 0.0)
         value += cfg.priority_weight * ranking.rfm_priority(
             now - last_use, row.seen_count - 1 + row.access_count, max_uses, row.importance, cfg

@@ -26,6 +26,7 @@ from . import db
 from .config import Config
 from ..shared.projects import GLOBAL_PROJECT
 from .records import Hit, Memory, MemoryDraft, to_datetime
+from .trust import trust_of
 from .vectors import VectorIndex
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 
 MEMORY_COLUMNS = (
     "id, project, session_id, kind, text, created_at, importance, seen_count, access_count, "
-    "last_accessed, superseded_by, meta, pinned"
+    "last_accessed, superseded_by, meta, pinned, agent, trust"
 )
 CONVERSATION_KINDS = ("prompt", "exchange")  # the turns of a conversation: each other's context
 TURN_SEPARATOR = "\n\x1e "  # between neighbouring turns in the context columns
@@ -73,6 +74,8 @@ class Row:
     superseded_by: int | None
     meta: str
     pinned: int = 0
+    agent: str = ""
+    trust: float = 1.0
 
     def memory(self) -> Memory:
         # model_construct: a stored row is valid already, and validating it costs a prompt ~2 ms
@@ -81,7 +84,7 @@ class Row:
             id=self.id, text=self.text, created_at=to_datetime(self.created_at), session_id=self.session_id,
             project=self.project, kind=self.kind, importance=self.importance, seen_count=self.seen_count,
             access_count=self.access_count, superseded_by=self.superseded_by, meta=json.loads(self.meta or "{}"),
-            pinned=bool(self.pinned),
+            pinned=bool(self.pinned), agent=self.agent, trust=self.trust,
         )
 
     def hit(self, score: float, similarity: float | None = None) -> Hit:
@@ -89,6 +92,7 @@ class Row:
             id=self.id, text=self.text, score=round(score, 6), created_at=to_datetime(self.created_at),
             similarity=None if similarity is None else round(similarity, 4),
             session_id=self.session_id, project=self.project, kind=self.kind, meta=json.loads(self.meta or "{}"),
+            agent=self.agent, trust=self.trust,
         )
 
 
@@ -163,9 +167,10 @@ class Store:
                                          for _, text, _ in reversed(neighbours[: cfg.turns_before]))
             conn.execute(
                 "INSERT INTO memories(id, project, session_id, kind, text, created_at, importance, content_hash, meta, "
-                f"context_before) VALUES ({NEXT_MEMORY_ID}, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"context_before, agent, trust) VALUES ({NEXT_MEMORY_ID}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (draft.project, draft.session_id, draft.kind, draft.text, draft.created_at, draft.importance,
-                 digest, json.dumps(draft.meta, ensure_ascii=False), before),
+                 digest, json.dumps(draft.meta, ensure_ascii=False), before, draft.agent,
+                 trust_of(draft.kind, draft.agent)),
             )
             memory_id, created = conn.last_insert_rowid(), True
             if draft.kind in CONVERSATION_KINDS:  # this turn is the "after" context of the turns before it

@@ -287,3 +287,27 @@ def import_paths(store, paths: list[Path], progress=None) -> ImportReport:
     return report
 
 
+
+
+FIRST_PROMPT_BYTES = 256 * 1024  # a subagent's task is its transcript's first user entry
+
+
+def first_prompt(path: str | None) -> str | None:
+    """The first user prompt of a transcript (a subagent's task), or None if unreadable."""
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            head = handle.read(FIRST_PROMPT_BYTES)
+    except OSError:
+        return None
+    for line in head.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        message = entry.get("message") if isinstance(entry, dict) and entry.get("type") == "user" else None
+        text = _text_blocks(message.get("content")) if isinstance(message, dict) else ""
+        if text.strip():
+            return text
+    return None

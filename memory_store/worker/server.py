@@ -173,7 +173,10 @@ class Worker:
             # A newer (or older) plugin is calling: answer, then make way for its own worker.
             self.log.info("version_change", ours=__version__, theirs=message.get("client_version"))
             threading.Thread(target=self.stop, daemon=True).start()
-        stdout = json.dumps(output, ensure_ascii=False).encode("utf-8") if output else b""
+        if isinstance(output, str):  # PreCompact: plain-text instructions (router.on_pre_compact)
+            stdout = output.encode("utf-8")
+        else:
+            stdout = json.dumps(output, ensure_ascii=False).encode("utf-8") if output else b""
         return protocol.ok_header(len(stdout)) + stdout
 
     def search(self, message: dict) -> dict:
