@@ -141,3 +141,29 @@ def test_fixture_payloads_parse():
         from memory_store.core.hook_events import parse_event
 
         assert parse_event(payload).hook_event_name == name
+
+
+def test_a_standing_preference_follows_the_user_to_another_project(hooks, home, project, other_project):
+    send = session(hooks, project)
+    send("SessionStart-startup")
+    send("UserPromptSubmit", prompt="From now on, in every project, use uv and never pip install into the system "
+                                    "Python. Now let's fix the failing import in app.py.", prompt_id="p1")
+    send("UserPromptSubmit", prompt="Always run the linter in this repo before a commit.", prompt_id="p2")
+    send("SessionEnd-other")
+    wait_until_embedded(home)
+    with open_recall(home, load_models=False) as recall:
+        global_notes = recall.select(project="(global)")
+    assert [m.text for m in global_notes] == [
+        "From now on, in every project, use uv and never pip install into the system Python."]
+    result = session(hooks, other_project)("UserPromptSubmit", prompt="How should I install the requests package "
+                                                                        "here, with pip or uv?", prompt_id="q1")
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "use uv and never pip install" in context and "note · global" in context
+    # Shown as global, and forgettable like any other memory.
+    hits = json.loads(CliRunner().invoke(app, ["search", "pip or uv", "--project", str(other_project), "--home",
+                                               str(home), "--json"]).stdout)
+    assert hits[0]["project"] == "(global)"
+    stop_worker(home)
+    with open_recall(home, load_models=False) as recall:
+        recall.forget([global_notes[0].id])
+        assert recall.select(project="(global)") == []

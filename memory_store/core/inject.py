@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 
+from ..shared.projects import GLOBAL_PROJECT
 from ..shared.text import cap
 from . import sentences, versions
 from .capture import INJECTION_TAG
@@ -50,8 +51,13 @@ def shown_text(item: Memory | Hit) -> str:
     return f"Q: {prompt} → A: {item.text}" if prompt else item.text
 
 
+def kind_label(memory: Memory | Hit) -> str:
+    """The kind as shown: a memory of the global scope says so (it comes from another project's session)."""
+    return f"{memory.kind} · global" if memory.project == GLOBAL_PROJECT else memory.kind
+
+
 def memory_item(memory: Memory | Hit) -> Item:
-    return Item(memory.id, memory.kind, memory.created_at.timestamp(), shown_text(memory))
+    return Item(memory.id, kind_label(memory), memory.created_at.timestamp(), shown_text(memory))
 
 
 def episode_item(episode: Episode, terms: set[str], limit: int, newer: list[Memory] = (),
@@ -71,7 +77,7 @@ def episode_item(episode: Episode, terms: set[str], limit: int, newer: list[Memo
         was = ", ".join(versions.changed(update.text, text)[:2])
         text += f" → current since {stamp} (#{update.id}): {now_text}" + (f" (was {was})" if was else "")
     stamp_at = max([episode.created_at] + [m.created_at.timestamp() for m in newer])
-    return Item(episode.anchor.id, episode.anchor.kind, stamp_at, text)
+    return Item(episode.anchor.id, kind_label(episode.anchor), stamp_at, text)
 
 
 def _line(item: Item, now: float, limit: int) -> str:

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from ..shared import spool
-from . import alerts, capture, compaction, inject, tiers, transcripts
+from . import alerts, capture, compaction, inject, preferences, tiers, transcripts
 from .hook_events import (HANDLED_EVENTS, PostToolUse, PostToolUseFailure, PreCompact, SessionEnd, SessionStart,
                           Stop, SubagentStop, UserPromptSubmit, parse_event)
-from ..shared.projects import project_for
+from ..shared.projects import GLOBAL_PROJECT, project_for
+from .records import MemoryDraft
 from .stages import stage
 from .trust import agent_name
 from .store import Store
@@ -53,6 +54,8 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
     with stage("store"):
         draft = capture.prompt_memory(event.prompt, store.config.capture, ctx.project, event.session_id, ctx.at, meta)
         recorded = store.record(ctx.event_id, draft, ctx.at)
+        if draft is not None:
+            remember_if_standing(store, ctx, draft.text)
         if draft is None and event.prompt_id:  # a recall command or a private prompt: its answer is not kept either
             store.record(skipped_turn_id(event.session_id, event.prompt_id), None, ctx.at)
     if not ctx.respond or event.prompt.lstrip().startswith(capture.RECALL_COMMAND_PREFIX):
@@ -70,6 +73,15 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
         store.add_receipt(event.session_id, ctx.project, "UserPromptSubmit", ctx.at, recorded.memory_id,
                           [(c.memory.id, c.why) for c in decision.taken if c.memory.id in ids])
     return inject.hook_output("UserPromptSubmit", text)
+
+
+def remember_if_standing(store: Store, ctx: Context, prompt: str) -> None:
+    """A standing preference for every project ("from now on, in every project, ...") is also kept globally."""
+    rule = preferences.standing_preference(prompt)
+    if rule:
+        note = MemoryDraft(project=GLOBAL_PROJECT, kind="note", text=rule, created_at=ctx.at, importance=0.9,
+                           meta={"source": "stated preference", "project": ctx.project})
+        store.record(f"{ctx.event_id}:global", note, ctx.at)
 
 
 def on_tool(ctx: Context, event: PostToolUse) -> dict:
