@@ -191,6 +191,24 @@ class Recall:
         """Every memory of a project (None: all), each with every field: `recall export`."""
         return [m.model_dump(mode="json") for m in self.store.select_memories(project=project)]
 
+    def strength_summary(self, now: float | None = None) -> dict:
+        """The forgetting curve over the live memories (core/strength.py): mean strength, how many are
+        consolidated (decay no more) and how many are weak (below 0.1)."""
+        from .core import strength
+
+        now = time.time() if now is None else now
+        cfg = self.config.strength
+        values, consolidated = [], 0
+        for kind, created_at, last_used, uses in self.store.usage_rows():
+            values.append(strength.strength(kind, created_at, last_used, uses, now, cfg))
+            consolidated += strength.is_consolidated(uses, cfg)
+        return {"mean": round(sum(values) / len(values), 3) if values else None, "consolidated": consolidated,
+                "weak": sum(1 for v in values if v < 0.1)}
+
+    def prune(self, now: float | None = None) -> int:
+        """Delete trivial interactions that left the hot tier (the worker does this now and then)."""
+        return jobs.prune_trivial(self.store, time.time() if now is None else now)
+
     def diagnose(self) -> list[doctor.Check]:
         return doctor.diagnose(self.store, self.models, worker_client.health(self.paths))
 
@@ -203,6 +221,8 @@ class Recall:
         data["db_bytes"] = self.store.db_bytes()
         data["home"] = str(self.paths.home)
         data["hook_latency_ms"] = hook_latency(self.paths.log_file)
+        data["strength"] = self.strength_summary()
+        data["pruned"] = self.store.pruned_counts()
         for key in ("oldest", "newest"):
             if data[key]:
                 data[key] = datetime.fromtimestamp(data[key], tz=timezone.utc).isoformat()

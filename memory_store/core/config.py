@@ -129,6 +129,9 @@ class RankingConfig(_Section):
     session_top: int = Field(3, ge=1, description="Candidates per session that make up its score.")
     recency_weight: float = Field(0.05, ge=0, description="How much exp(-age/decay) adds to a score.")
     pin_weight: float = Field(0.02, ge=0, description="Added to a pinned memory's score: first among equals.")
+    strength_weight: float = Field(
+        0.02, ge=0, description="How much a memory's strength (the forgetting curve, core/strength.py) adds to its "
+        "score.")
     trust_weight: float = Field(
         0.03, ge=0, description="How much a memory's trust (core/trust.py: the user's words 1.0 ... raw tool output "
         "0.4) adds to its score.")
@@ -155,6 +158,19 @@ class RankingConfig(_Section):
         description="A new memory this close (cosine) to an older one of its kind, in the month before, "
         "supersedes it (1: never).",
     )
+
+
+class StrengthConfig(_Section):
+    """The forgetting curve (core/strength.py)."""
+
+    half_life_days: dict[str, float] = Field(
+        default={"note": 180.0, "prompt": 60.0, "exchange": 45.0, "error": 30.0, "tool": 10.0, "default": 30.0},
+        description="Days for an unused memory's strength to halve, by kind; each use doubles it.")
+    consolidate_after: int = Field(3, ge=1, description="Uses after which a memory decays no more.")
+    prune_trivial: bool = Field(True, description="Delete greetings and acknowledgements once they leave the hot "
+                                "tier (never anything with a decision, fix, value, path or preference in it).")
+    prune_below_importance: float = Field(0.45, ge=0, le=1, description="Only memories at most this important are "
+                                          "ever pruned.")
 
 
 class EmbeddingConfig(_Section):
@@ -200,6 +216,7 @@ class Config(_Section):
     ranking: RankingConfig = RankingConfig()
     embedding: EmbeddingConfig = EmbeddingConfig()
     rerank: RerankConfig = RerankConfig()
+    strength: StrengthConfig = StrengthConfig()
     worker: WorkerConfig = WorkerConfig()
 
 

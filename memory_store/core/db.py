@@ -297,7 +297,20 @@ def m005_sources(conn: apsw.Connection) -> None:
     )
 
 
-MIGRATIONS = [m001_initial, m002_forget_for_good, m003_vector_changes, m004_pins_and_receipts, m005_sources]
+def m006_pruned(conn: apsw.Connection) -> None:
+    """How many trivial memories the forgetting curve pruned, by kind (core/strength.py; `recall stats`)."""
+    conn.execute(
+        """
+        CREATE TABLE pruned (kind TEXT PRIMARY KEY, count INTEGER NOT NULL, last_at REAL NOT NULL);
+        -- Memories up to this id have been looked at by the pruning rounds (each round goes on from here).
+        CREATE TABLE prune_cursor (id INTEGER PRIMARY KEY CHECK (id = 1), last_memory_id INTEGER NOT NULL);
+        INSERT INTO prune_cursor(id, last_memory_id) VALUES (1, 0);
+        """
+    )
+
+
+MIGRATIONS = [m001_initial, m002_forget_for_good, m003_vector_changes, m004_pins_and_receipts, m005_sources,
+              m006_pruned]
 
 
 def schema_version(conn: apsw.Connection) -> int:

@@ -105,7 +105,7 @@ def judge(store: Store, models, prompt: str, project: str, session_id: str | Non
     with stage("rank"):
         rows = [r for r in store.live_rows(found.fused) if r.id not in exclude_ids and in_scope(r.project, project)
                 and (session_id is None or r.session_id != session_id)]
-        ranked = search.score(rows, found, rcfg, now)
+        ranked = search.score(rows, found, rcfg, now, cfg.strength)
     with stage("gate"):
         _weigh(store, decision, found, ranked, exclude_ids)
     with stage("versions"):

@@ -90,3 +90,25 @@ def repair(store: Store) -> list[str]:
     os.chmod(store.paths.home, 0o700)
     done.append("reset file permissions")
     return done
+
+
+PRUNE_BATCH = 2000  # memories looked at per pruning round
+
+
+def prune_trivial(store: Store, now: float) -> int:
+    """Delete the trivial interactions that have left the hot tier (core/strength.py); returns how many."""
+    from . import strength
+
+    cfg = store.config
+    if not cfg.strength.prune_trivial:
+        return 0
+    before = now - cfg.tiers.hot_window_hours * 3600
+    looked_at = store.prune_candidates(before, PRUNE_BATCH)
+    doomed = [m for m in looked_at if strength.prunable(m, cfg.strength)]
+    gone = store.forget([m.id for m in doomed]) if doomed else []
+    if gone:
+        store.count_pruned([m.kind for m in gone], now)
+        store.log.info("pruned", memories=len(gone))
+    if looked_at:
+        store.advance_prune_cursor(looked_at[-1].id)
+    return len(gone)

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 
 from . import ranking
 from .stages import stage
-from .config import RankingConfig
+from . import strength
+from .config import RankingConfig, StrengthConfig
 from ..shared.projects import in_scope
 from .records import Hit
 from .store import Row, Store
@@ -84,8 +85,9 @@ def session_scores(rows: list[Row], fused: dict[int, float], top: int) -> dict[s
     return {session: value / best for session, value in totals.items()} if best > 0 else {}
 
 
-def score(rows: list[Row], found: Candidates, cfg: RankingConfig, now: float) -> list[tuple[float, Row]]:
-    """(score, row), best first: fused relevance plus recency, RFM priority and time boosts."""
+def score(rows: list[Row], found: Candidates, cfg: RankingConfig, now: float,
+          strength_cfg: StrengthConfig | None = None) -> list[tuple[float, Row]]:
+    """(score, row), best first: fused relevance plus recency, RFM priority, strength, trust and time boosts."""
     fused, query = found.fused, found.query
     session_support = session_scores(rows, fused, cfg.session_top) if cfg.session_weight > 0 else {}
     max_uses = max((r.seen_count - 1 + r.access_count for r in rows), default=0)
@@ -96,6 +98,9 @@ def score(rows: list[Row], found: Candidates, cfg: RankingConfig, now: float) ->
         value = fused[row.id] + cfg.session_weight * session_support.get(row.session_id, 0.0)
         value += cfg.recency_weight * ranking.recency(age, cfg.recency_decay_days) + cfg.pin_weight * row.pinned
         value += cfg.trust_weight * row.trust
+        if strength_cfg is not None and cfg.strength_weight:
+            value += cfg.strength_weight * strength.strength(
+                row.kind, row.created_at, row.last_accessed, row.seen_count - 1 + row.access_count, now, strength_cfg)
         last_use = max(row.created_at, row.last_accessed or 0.0)
         value += cfg.priority_weight * ranking.rfm_priority(
             now - last_use, row.seen_count - 1 + row.access_count, max_uses, row.importance, cfg
@@ -163,5 +168,6 @@ def search(store: Store, models, query_text: str, limit: int = 10, project: str 
             and in_scope(r.project, project)]
     if not rows:
         return []
-    scored = rerank(models.cross_encoder, store.config.rerank.top_n, query_text, score(rows, found, cfg, now))
+    scored = rerank(models.cross_encoder, store.config.rerank.top_n, query_text,
+                    score(rows, found, cfg, now, store.config.strength))
     return finish(store, embedder, scored, found, limit, touch, now)

@@ -335,6 +335,40 @@ class Store:
         with self.lock:
             return [r[0] for r in self.conn.execute(sql, args)]
 
+    def prune_candidates(self, before: float, limit: int) -> list[Memory]:
+        """The next memories a pruning round looks at: those after the cursor, in id order, up to the first
+        one still younger than `before` (ids grow with time; each round goes on where the last stopped)."""
+        with self.lock:
+            cursor = self.conn.execute("SELECT last_memory_id FROM prune_cursor WHERE id = 1").fetchone()[0]
+        rows = self._rows(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id > ? ORDER BY id LIMIT ?", (cursor, limit))
+        ready = []
+        for row in rows:
+            if row.created_at >= before:
+                break
+            ready.append(row.memory())
+        return ready
+
+    def advance_prune_cursor(self, memory_id: int) -> None:
+        with self.lock, db.write_transaction(self.conn):
+            self.conn.execute("UPDATE prune_cursor SET last_memory_id = max(last_memory_id, ?) WHERE id = 1",
+                              (memory_id,))
+
+    def count_pruned(self, kinds: list[str], at: float) -> None:
+        with self.lock, db.write_transaction(self.conn):
+            for kind in kinds:
+                self.conn.execute("INSERT INTO pruned(kind, count, last_at) VALUES (?, 1, ?) ON CONFLICT(kind) "
+                                  "DO UPDATE SET count = count + 1, last_at = excluded.last_at", (kind, at))
+
+    def pruned_counts(self) -> dict[str, int]:
+        with self.lock:
+            return dict(self.conn.execute("SELECT kind, count FROM pruned ORDER BY kind").fetchall())
+
+    def usage_rows(self) -> list[tuple[str, float, float | None, int]]:
+        """(kind, created_at, last_accessed, uses) of every live memory (for the strength figures)."""
+        with self.lock:
+            return self.conn.execute("SELECT kind, created_at, last_accessed, access_count + seen_count - 1 "
+                                     "FROM memories WHERE superseded_by IS NULL").fetchall()
+
     def projects(self) -> list[dict]:
         """Each project with its memory count and last activity, most recent first."""
         with self.lock:

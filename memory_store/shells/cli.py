@@ -264,6 +264,13 @@ def stats(home: HomeOption = None, json_output: JsonOption = False):
     typer.echo(f"vectors    {data['vectors']} ({data['vector_model'] or 'no index yet'}), "
                f"{data['pending_embeddings']} waiting")
     typer.echo(f"span       {data['oldest'] or '-'} … {data['newest'] or '-'}")
+    strength = data["strength"]
+    if strength["mean"] is not None:
+        typer.echo(f"strength   mean {strength['mean']:.2f}; {strength['consolidated']} consolidated (decay no more), "
+                   f"{strength['weak']} weak (below 0.10)")
+    pruned = data["pruned"]
+    typer.echo("pruned     " + (", ".join(f"{plural(n, kind)}" for kind, n in pruned.items()) + " (trivial small talk)"
+                                if pruned else "nothing yet"))
     latency = data["hook_latency_ms"]
     if latency:
         typer.echo("hook time in process (ms):")

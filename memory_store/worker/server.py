@@ -46,6 +46,7 @@ from ..shared.payload import BadPayload, parse_payload
 WATCH_INTERVAL = 2.0  # seconds between idle/ownership checks (less for a shorter idle timeout)
 EMBED_AFTER_QUIET_SECONDS = 0.3  # background embedding waits for this long without requests…
 EMBED_AT_LEAST_EVERY_SECONDS = 2.0  # …but never starves under a steady stream of hooks
+PRUNE_EVERY_SECONDS = 900  # trivial memories that left the hot tier are pruned this often (core/strength.py)
 RECENT_VECTORS_MARGIN_DAYS = 1  # RAM holds the warm window's vectors and this much more (recent_vectors.py)
 
 
@@ -239,6 +240,7 @@ class Worker:
         self.model_state = "ready"
         self.log.info("model_ready", model=embedder.name, dim=embedder.dim)
         last_round = time.monotonic()
+        last_prune = 0.0
         try:
             while not self.stop_event.is_set():
                 # Embed in the gaps between hooks: a burst of hooks (a turn's tool calls) should
@@ -253,6 +255,9 @@ class Worker:
                 done = jobs.embed_pending(background, embedder, max_batches=1)
                 if done:
                     background.sync_recent_vectors()
+                elif now - last_prune > PRUNE_EVERY_SECONDS:
+                    last_prune = now
+                    jobs.prune_trivial(background, time.time())
                 if not done:
                     self.work_event.wait(timeout=5.0)
                     self.work_event.clear()
