@@ -247,3 +247,27 @@ def test_rerank_that_cannot_load_falls_back_quietly(home, monkeypatch):
     s.store.record("x1", draft("deploy with helm"))
     assert s.search("deploy", project="/p/one")  # works, without the reranker
     assert s.models.cross_encoder is None
+
+
+def test_a_vector_table_of_the_previous_chunking_is_copied_not_re_embedded(home):
+    """The previous layout (default 1,024-vector chunks per partition: ~1.5 MB per project-week) is copied
+    into the current one; nothing goes back on the embedding queue."""
+    from memory_store.core import vectors
+
+    s = open_recall(home)
+    memory_id = s.store.record("v1", draft("the release train leaves on Thursdays")).memory_id
+    vector = s.models.embedder.embed(["the release train leaves on Thursdays"])[0]
+    conn = s.store.conn
+    conn.execute(f"CREATE VIRTUAL TABLE {vectors.PREVIOUS_TABLE} USING vec0(memory_id INTEGER PRIMARY KEY, project "
+                 "TEXT PARTITION KEY, week INTEGER PARTITION KEY, created_at FLOAT, embedding FLOAT[384] "
+                 "distance_metric=cosine)")
+    conn.execute(f"INSERT INTO {vectors.PREVIOUS_TABLE}(memory_id, project, week, created_at, embedding) "
+                 "VALUES (?, '/p/one', 1, 1.0, ?)", (memory_id, vector))
+    conn.execute("INSERT INTO vector_index(id, model, dim, created_at) VALUES (1, ?, 384, 0)", (s.config.embedding.model,))
+    conn.execute("DELETE FROM embed_queue")
+    s.store.ensure_vector_index(s.models.embedder.name, 384)
+    assert s.store.vectors.get(memory_id) == vector and s.store.pending_embeddings() == 0
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    assert vectors.PREVIOUS_TABLE not in names and f"chunk_size={vectors.CHUNK_SIZE}" in conn.execute(
+        "SELECT sql FROM sqlite_master WHERE name = ?", (vectors.TABLE,)).fetchone()[0]
+    s.close()

@@ -591,6 +591,9 @@ class Store:
         if not self.vectors:
             return
         with self.lock, db.write_transaction(self.conn):
+            if self.vectors.previous_table_to_copy():
+                copied = self.vectors.copy_previous_table()
+                self.log.info("vector_index_copied", vectors=copied, reason="smaller chunks per partition")
             if not self.vectors.exists():
                 self.vectors.create(model, dim)
             elif not self.vectors.current():

@@ -7,6 +7,11 @@ project partition only 55 ms; plus a created_at metadata filter for the last 7 d
 partition keys, `project` and `week` (unix days // 7): a windowed search (the warm tier,
 "in July 2022") names its weeks; an all-time search scans the project.
 
+vec0 allocates storage a chunk at a time in every partition: with its default of 1,024 vectors a chunk,
+a year of weeks in a few projects cost ~1.5 MB per (project, week) however few memories it held (343 MB
+for 2,000 memories in `recall bench size`). Chunks of CHUNK_SIZE vectors search as fast here and waste at
+most ~100 KB a partition. A table of the previous layout is copied into this one (no re-embedding).
+
 The table holds one model's vectors only. `vector_index` records which model and
 dimension; a different configured model makes the index stale until `recall reindex`
 rebuilds it (vectors of two models are never compared).
@@ -18,14 +23,16 @@ import time
 
 import apsw
 
-TABLE = "memory_vectors"
+TABLE = "vectors"  # `memory_vectors` before chunks were sized (PREVIOUS_TABLE: copied over, then dropped)
+PREVIOUS_TABLE = "memory_vectors"
+CHUNK_SIZE = 64
 CHANGES = "vector_changes"  # (seq, memory_id): every write below is logged there (0: the whole table)
 CHANGES_KEPT = 200_000  # older log rows are dropped; a reader that far behind reloads everything
 WEEK = 7 * 86400
 MAX_WEEKS_PER_QUERY = 26  # a longer window scans the whole project instead
 
 
-LAYOUT_MARK = "week integer partition key"  # what distinguishes the current table layout
+LAYOUT_MARK = "week integer partition key"  # what distinguishes the current table layout (and the previous one)
 
 
 def dot(a: bytes, b: bytes) -> float:
@@ -63,18 +70,41 @@ class VectorIndex:
 
     def create(self, model: str, dim: int) -> None:
         """(Re)create the table for `model`; every memory goes back on the embedding queue."""
-        self.conn.execute(f"DROP TABLE IF EXISTS {TABLE}")
-        self.conn.execute(
-            f"CREATE VIRTUAL TABLE {TABLE} USING vec0("
-            "memory_id INTEGER PRIMARY KEY, project TEXT PARTITION KEY, week INTEGER PARTITION KEY, created_at FLOAT, "
-            f"embedding FLOAT[{int(dim)}] distance_metric=cosine)"
-        )
+        self._create_table(dim)
         self.conn.execute(
             "INSERT OR REPLACE INTO vector_index(id, model, dim, created_at) VALUES (1, ?, ?, ?)",
             (model, dim, time.time()),
         )
         self.conn.execute("INSERT OR IGNORE INTO embed_queue(memory_id) SELECT id FROM memories")
         self._log_changes([0])
+
+    def _create_table(self, dim: int, *, drop_previous: bool = True) -> None:
+        for name in (TABLE, PREVIOUS_TABLE) if drop_previous else (TABLE,):
+            self.conn.execute(f"DROP TABLE IF EXISTS {name}")
+        self.conn.execute(
+            f"CREATE VIRTUAL TABLE {TABLE} USING vec0("
+            "memory_id INTEGER PRIMARY KEY, project TEXT PARTITION KEY, week INTEGER PARTITION KEY, created_at FLOAT, "
+            f"embedding FLOAT[{int(dim)}] distance_metric=cosine, chunk_size={CHUNK_SIZE})"
+        )
+
+    def previous_table_to_copy(self) -> bool:
+        """Is there a table of the previous layout (same vectors, default chunks) and none of this one?"""
+        row = self.conn.execute("SELECT sql FROM sqlite_master WHERE type='table' AND name=?",
+                                (PREVIOUS_TABLE,)).fetchone()
+        return bool(row) and LAYOUT_MARK in row[0].lower() and not self.exists()
+
+    def copy_previous_table(self) -> int:
+        """Move the vectors of the previous table into this layout (no re-embedding); returns how many."""
+        info = self.info()
+        dim = info[1] if info else int(self.conn.execute(
+            f"SELECT vec_length(embedding) FROM {PREVIOUS_TABLE} LIMIT 1").fetchone()[0])
+        self._create_table(dim, drop_previous=False)
+        self.conn.execute(f"INSERT INTO {TABLE}(memory_id, project, week, created_at, embedding) "
+                          f"SELECT memory_id, project, week, created_at, embedding FROM {PREVIOUS_TABLE}")
+        copied = self.count()
+        self.conn.execute(f"DROP TABLE {PREVIOUS_TABLE}")
+        self._log_changes([0])
+        return copied
 
     def add(self, rows: list[tuple[int, str, float, bytes]]) -> None:
         """rows: (memory_id, project, created_at, embedding)."""

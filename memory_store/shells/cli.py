@@ -792,6 +792,26 @@ def bench_latency(
         typer.echo(format_latency(report))
 
 
+@bench_app.command("size")
+def bench_size(
+    memories: Annotated[str, typer.Option(help="Comma-separated store sizes.")] = "10000,100000,1000000",
+    seconds: Annotated[int, typer.Option(min=60, help="Time limit: sizes that would not fit are skipped.")] = 1800,
+    json_output: JsonOption = False,
+):
+    """Database bytes per memory and search time as the store grows (time-limited)."""
+    from ..devtools.bench.size import format_size, run_size
+
+    try:
+        sizes = [int(n) for n in memories.split(",")]
+    except ValueError:
+        raise typer.BadParameter(f"{memories!r} is not a list of store sizes", param_hint="--memories") from None
+    report = run_size(sizes, seconds, echo=lambda message: typer.echo(message, err=True))
+    if json_output:
+        emit_json(report)
+    else:
+        typer.echo(format_size(report))
+
+
 @bench_app.command("soak")
 def bench_soak(
     hooks: Annotated[int, typer.Option(min=100, help="How many hook events to send.")] = 10_000,

@@ -52,8 +52,14 @@ def synthetic_text(rng: random.Random) -> str:
     return f"{rng.choice(SUBJECTS).capitalize()} {rng.choice(VERBS)} {rng.choice(OBJECTS)}{rng.choice(TAILS)}."
 
 
-def seed_store(home: Path, count: int, project: str, echo=print) -> None:
-    """`count` memories over the last 30 days in `project` (plus other projects' noise), embedded."""
+# Sentences per memory by kind when sizes must be realistic (`recall bench size`): a prompt is a line or
+# two, an answer's summary and a tool call with its trimmed output run to several hundred characters.
+REALISTIC_SENTENCES = {"prompt": (1, 3), "exchange": (4, 9), "tool": (5, 10), "error": (3, 6)}
+
+
+def seed_store(home: Path, count: int, project: str, echo=print, realistic: bool = False) -> None:
+    """`count` memories over the last year in `project` (plus other projects' noise), embedded. With
+    `realistic`, texts have the lengths of real memories (REALISTIC_SENTENCES)."""
     import numpy as np
 
     from ...api import open_recall
@@ -73,6 +79,9 @@ def seed_store(home: Path, count: int, project: str, echo=print) -> None:
         owner = project if i % 5 else f"{project}-other-{i % 3}"
         kind = ("prompt", "exchange", "tool", "error")[i % 4]
         text = f"{rng.choice(pool_texts)} ({i})"
+        if realistic:
+            low, high = REALISTIC_SENTENCES[kind]
+            text += " " + " ".join(synthetic_text(rng) for _ in range(rng.randint(low, high)))
         draft = MemoryDraft(project=owner, session_id=f"bench-{i // 40}", kind=kind, text=text,
                             created_at=now - (count - i) / count * SEED_DAYS * 86400, importance=rng.random())
         batch.append((f"seed-{i}", draft, None))
