@@ -194,3 +194,29 @@ def test_model_calls_the_plugin_search_tool_and_gets_the_fact(installed, session
     assert results, "the model's search call got no tool result"
     text = json.dumps(results)
     assert "--canary" in text and "recall-memory" in text, text[-2000:]
+
+
+def test_compact_keeps_the_facts_and_re_offers_them(installed, session_one):
+    """`/compact` on session 1: recall's PreCompact output (the session's key facts) reaches the summarizing
+    request, and after compaction the facts come back from the store (SessionStart, source compact) in the
+    next request of the session."""
+    transcripts = sorted((installed.home / ".claude" / "projects").rglob("*.jsonl"), key=lambda p: p.stat().st_mtime)
+    session_id = next(p.stem for p in transcripts if "subagents" not in p.parts
+                      and "deployed-build-4711" in p.read_text())
+    with MockAnthropic() as mock:
+        debug = installed.logs / "compact.debug.log"
+        result = installed.run(mock, ["-p", "/compact", "--resume", session_id, "--debug-file", debug])
+        compact_text = mock.all_text()
+    assert result.returncode == 0, f"/compact failed:\n{result.stdout}\n{result.stderr}"
+    hooks = assert_hooks_clean(debug, ("PreCompact", "SessionStart"))
+    assert any(h["event"] == "SessionStart" and "compact" in json.dumps(h) for h in hooks), hooks
+    assert "keep these facts from this session" in compact_text, "PreCompact output did not reach the summarizer"
+    assert "--canary" in compact_text
+
+    with MockAnthropic() as mock:
+        debug = installed.logs / "after-compact.debug.log"
+        result = installed.run(mock, ["-p", SESSION_TWO_PROMPT, "--resume", session_id, "--debug-file", debug])
+        after_text = mock.all_text()
+    assert result.returncode == 0, f"resume failed:\n{result.stdout}\n{result.stderr}"
+    blocks = MEMORY_BLOCK_RE.findall(after_text)
+    assert any("re-offered after compaction" in b and "--canary" in b for b in blocks), blocks
