@@ -34,9 +34,10 @@ def hot_tier(store: Store, project: str, now: float, *, exclude_session: str | N
     size = cfg.hot_size if size is None else size
     recent = store.recent(project, HOT_KINDS, now - cfg.hot_window_hours * HOUR, size * 6,
                           exclude_session=exclude_session, only_session=only_session)
-    exchanges = [m for m in recent if m.kind == "exchange"]
-    interactions = [m for m in recent if (m.kind == "exchange" or not any(_answers(e, m) for e in exchanges))
-                    and not _small_talk(m)]
+    # What the exchanges answer, by prompt id and by quoted question (one pass, not one per pair).
+    answered = {(e.session_id, "id", e.meta.get("prompt_id")) for e in recent if e.kind == "exchange"}
+    answered |= {(e.session_id, "q", e.meta.get("prompt")) for e in recent if e.kind == "exchange"}
+    interactions = [m for m in recent if (m.kind == "exchange" or not _answered(m, answered)) and not _small_talk(m)]
     return deque(reversed(interactions[:size]), maxlen=size)
 
 
@@ -71,14 +72,13 @@ def _small_talk(memory: Memory) -> bool:
     return sentences.is_trivial(str(memory.meta.get("prompt", ""))) and sentences.is_chatter(memory.text)
 
 
-def _answers(exchange: Memory, prompt: Memory) -> bool:
-    """Is `exchange` the answer to `prompt`? (same session, and the same prompt id or question)"""
-    if exchange.session_id != prompt.session_id:
-        return False
+def _answered(prompt: Memory, answered: set) -> bool:
+    """Has one of the exchanges (`answered`: what they answer) answered `prompt`? (same session, and the same
+    prompt id or question)"""
     prompt_id = prompt.meta.get("prompt_id")
-    if prompt_id and exchange.meta.get("prompt_id") == prompt_id:
+    if prompt_id and (prompt.session_id, "id", prompt_id) in answered:
         return True
-    return exchange.meta.get("prompt") == finish(prompt.text, PROMPT_PREVIEW_CHARS)
+    return (prompt.session_id, "q", finish(prompt.text, PROMPT_PREVIEW_CHARS)) in answered
 
 
 def warm_window_start(store: Store, now: float) -> float:
