@@ -5,7 +5,6 @@ in the subagent's namespace with their trust, and nothing is injected into a sub
 from __future__ import annotations
 
 import json
-import os
 
 from typer.testing import CliRunner
 

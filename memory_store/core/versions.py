@@ -15,7 +15,6 @@ import re
 from functools import lru_cache
 
 from .ranking import STOPWORDS, answer_terms, normalize_term, words
-from .turns import episode
 from .vectors import dot
 
 SAME_SUBJECT_COSINE = 0.35  # a looser bar than "the same text": the value words decide

@@ -8,7 +8,9 @@ parses JSON unless something goes wrong.
     stdin ─► worker (stores the event, maybe returns context) ─► stdout        ~2-20 ms
           └► no answer in time: spool file (redacted) + start a worker, print nothing
 
-The client never exits non-zero and prints one JSON object or nothing.
+The client never exits non-zero and prints one JSON object or nothing (PreCompact excepted: Claude Code
+reads that hook's stdout as plain-text instructions for the summary, core/compaction.py). RECALL_DISABLE=1
+and `recall pause` (shared/pause.py) are checked before anything is sent or stored.
 """
 
 import os
