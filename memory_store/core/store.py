@@ -689,8 +689,9 @@ class Store:
     def forget(self, memory_ids: list[int]) -> list[Memory]:
         """Delete memories for good and return them: their rows, vectors and index entries, and every
         copy of their text in other memories (neighbours' context columns, an exchange's question).
-        With secure_delete and FTS5 secure-delete no byte stays in the file; the WAL is checkpointed
-        and truncated after. Re-imports will not restore them (the `forgotten` ledger keeps event ids)."""
+        The full-text index is merged afterwards (FTS5 'optimize': no stale copy of the text survives in an
+        older segment) and secure_delete zeroes every freed page, so no byte stays in the file; the WAL is
+        checkpointed and truncated after. Re-imports will not restore them (the `forgotten` ledger keeps event ids)."""
         if not memory_ids:
             return []
         marks = _marks(memory_ids)
@@ -718,6 +719,7 @@ class Store:
                 for session_id, project in {(m.session_id, m.project) for m in gone if m.session_id}:
                     self._rebuild_context(session_id, project)
                     self._drop_quoted_questions(session_id, project, texts)
+                self.conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
             self.checkpoint()
         return gone
 
