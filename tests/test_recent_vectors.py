@@ -79,3 +79,42 @@ def test_nearest_each_is_nearest_per_vector(home):
     assert [set(found) for found in together] == [set(found) for found in one_by_one]
     assert all(abs(a[i] - b[i]) < 1e-5 for a, b in zip(together, one_by_one) for i in a)
     recall.close()
+
+
+def test_all_time_searches_use_ram_until_an_older_vector_exists(home):
+    """A young store (nothing older than the window) answers all-time searches from RAM too; an import of
+    old transcripts sends them back to sqlite-vec, which sees the old memory."""
+    now = time.time()
+    writer = open_recall(home)
+    ids = fill(writer, "/p/a", TEXTS, now - DAY)
+    reader = open_recall(home)
+    embedder = reader.models.load_embedder()
+    recent = RecentVectors(8, embedder.dim)
+    reader.store.keep_recent_vectors(recent)
+    assert recent.covers(None)
+    query = embedder.embed_query("the deploy script timing out on staging")
+    assert ids[0] in reader.store.nearest(query, 2, "/p/a", None, None)
+
+    old = fill(writer, "/p/a", ["the deploy script timed out on staging a month ago too"], now - 30 * DAY)
+    time.sleep(0.06)  # past SYNC_SECONDS
+    assert old[0] in reader.store.nearest(query, 2, "/p/a", None, None)
+    assert not recent.covers(None) and recent.covers(now - 7 * DAY)
+    reader.close()
+    writer.close()
+
+
+def test_nearest_each_of_some_kinds(home):
+    now = time.time()
+    recall = open_recall(home)
+    prompts = fill(recall, "/p/a", TEXTS[:3], now - DAY)
+    tool_text = "$ ./deploy.sh staging\ntimeout after 30s"
+    tool = recall.store.record("tool-1", MemoryDraft(project="/p/a", session_id="s", kind="tool", text=tool_text,
+                                                      created_at=now))
+    recall.embed_pending()
+    embedder = recall.models.load_embedder()
+    recall.store.keep_recent_vectors(RecentVectors(8, embedder.dim))
+    query = embedder.embed_query(tool_text)
+    assert tool.memory_id in recall.store.nearest_each([query], 1, "/p/a", now - 7 * DAY, None)[0]
+    only = recall.store.nearest_each([query], 1, "/p/a", now - 7 * DAY, None, kinds=("prompt", "exchange"))[0]
+    assert set(only) <= set(prompts) and len(only) == 1
+    recall.close()

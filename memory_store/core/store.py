@@ -507,12 +507,13 @@ class Store:
                 is not None
 
     def nearest_each(self, vectors: list[bytes], n: int, project: str | None, since: float | None,
-                     until: float | None) -> list[dict[int, float]]:
-        """`nearest` for several vectors."""
+                     until: float | None, kinds: tuple[str, ...] | None = None) -> list[dict[int, float]]:
+        """`nearest` for several vectors; of these kinds only when the vectors are in RAM (sqlite-vec
+        cannot filter by kind: the caller checks the kinds of what it gets)."""
         with self.lock:
             recent = self._synced_recent_vectors()
             if recent is not None and recent.covers(since):
-                return recent.nearest_each(vectors, n, project, since, until)
+                return recent.nearest_each(vectors, n, project, since, until, kinds)
             return [self.vectors.nearest(v, n, project, since, until) for v in vectors]
 
     def keep_recent_vectors(self, recent: RecentVectors) -> None:

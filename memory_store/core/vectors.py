@@ -28,6 +28,7 @@ PREVIOUS_TABLE = "memory_vectors"
 CHUNK_SIZE = 64
 CHANGES = "vector_changes"  # (seq, memory_id): every write below is logged there (0: the whole table)
 CHANGES_KEPT = 200_000  # older log rows are dropped; a reader that far behind reloads everything
+ROW_COLUMNS = "v.memory_id, v.project, v.created_at, v.embedding, m.kind"  # what a RAM copy holds (recent_vectors.py)
 WEEK = 7 * 86400
 MAX_WEEKS_PER_QUERY = 26  # a longer window scans the whole project instead
 
@@ -143,21 +144,25 @@ class VectorIndex:
             return None
         return rows[-1][0], [memory_id for _, memory_id in rows]
 
-    def rows_of(self, memory_ids: list[int]) -> list[tuple[int, str, float, bytes]]:
-        """(memory_id, project, created_at, embedding) of those of these memories that have a vector."""
+    def rows_of(self, memory_ids: list[int]) -> list[tuple[int, str, float, bytes, str | None]]:
+        """(memory_id, project, created_at, embedding, kind) of those of these memories that have a vector."""
         found = []
         for memory_id in memory_ids:
-            row = self.conn.execute(f"SELECT memory_id, project, created_at, embedding FROM {TABLE} WHERE memory_id = ?",
-                                    (memory_id,)).fetchone()
+            row = self.conn.execute(f"SELECT {ROW_COLUMNS} FROM {TABLE} v LEFT JOIN memories m ON m.id = v.memory_id "
+                                    "WHERE v.memory_id = ?", (memory_id,)).fetchone()
             if row:
                 found.append(row)
         return found
 
-    def rows_since(self, since: float) -> list[tuple[int, str, float, bytes]]:
-        """(memory_id, project, created_at, embedding) of every vector of a memory created after `since`."""
+    def rows_since(self, since: float) -> list[tuple[int, str, float, bytes, str | None]]:
+        """(memory_id, project, created_at, embedding, kind) of every vector of a memory created after `since`."""
         return self.conn.execute(
-            f"SELECT memory_id, project, created_at, embedding FROM {TABLE} WHERE created_at >= ?", (float(since),)
-        ).fetchall()
+            f"SELECT {ROW_COLUMNS} FROM {TABLE} v LEFT JOIN memories m ON m.id = v.memory_id WHERE v.created_at >= ?",
+            (float(since),)).fetchall()
+
+    def has_vector_before(self, moment: float) -> bool:
+        return self.conn.execute(f"SELECT 1 FROM {TABLE} WHERE created_at < ? LIMIT 1", (float(moment),)).fetchone() \
+            is not None
 
     def get(self, memory_id: int) -> bytes | None:
         row = self.conn.execute(f"SELECT embedding FROM {TABLE} WHERE memory_id = ?", (memory_id,)).fetchone()

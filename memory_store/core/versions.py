@@ -21,6 +21,7 @@ SAME_SUBJECT_COSINE = 0.35  # a looser bar than "the same text": the value words
 MIN_SHARED_WORDS = 2
 MIN_QUERY_SIMILARITY = 0.2  # the newer statement must still be about the question
 NEIGHBOURS = 6
+STATEMENT_KINDS = ("prompt", "exchange")  # what can state a newer value (a tool's output does not)
 MAX_NEWER = 2  # newer statements shown with one taken memory
 CONTEXT_WORDS = 6  # the words on each side of a value that say what it is about
 
@@ -145,18 +146,23 @@ def _newer_statements(store, candidate, decision, found):
     if not own:
         return
     pool = [c.memory.id for c in decision.candidates if c.memory.created_at.timestamp() > since]
-    for neighbours in store.nearest_each(own, NEIGHBOURS, candidate.memory.project, since + 1e-6, None):
+    for neighbours in store.nearest_each(own, NEIGHBOURS, candidate.memory.project, since + 1e-6, None,
+                                         kinds=STATEMENT_KINDS):
         pool.extend(neighbours)
+    close = []  # (memory id, similarity to the question): the vectors are in RAM, the rows are read once
     for memory_id in dict.fromkeys(pool):
-        memory = (store.get([memory_id]) or [None])[0]
-        if memory is None or memory.superseded_by or memory.kind not in ("prompt", "exchange"):
-            continue
-        if memory.kind == "prompt" and memory.text.rstrip().endswith("?"):
-            continue  # a question states no value
         vector = store.vector_of(memory_id)
         if vector is None:
             continue
         similarity = dot(vector, found.vector)
         if similarity < MIN_QUERY_SIMILARITY or max(dot(vector, mine) for mine in own) < SAME_SUBJECT_COSINE:
             continue
+        close.append((memory_id, similarity))
+    memories = {memory.id: memory for memory in store.get([memory_id for memory_id, _ in close])}
+    for memory_id, similarity in close:
+        memory = memories.get(memory_id)
+        if memory is None or memory.superseded_by or memory.kind not in STATEMENT_KINDS:
+            continue
+        if memory.kind == "prompt" and memory.text.rstrip().endswith("?"):
+            continue  # a question states no value
         yield memory, similarity
