@@ -161,7 +161,9 @@ class VectorIndex:
             (float(since),)).fetchall()
 
     def has_vector_before(self, moment: float) -> bool:
-        return self.conn.execute(f"SELECT 1 FROM {TABLE} WHERE created_at < ? LIMIT 1", (float(moment),)).fetchone() \
+        """Might a vector of a memory created before `moment` exist? Asked of the memories' time index
+        (a scan of vec0 took 110 ms at 100k): a memory without a vector only makes the answer cautious."""
+        return self.conn.execute("SELECT 1 FROM memories WHERE created_at < ? LIMIT 1", (float(moment),)).fetchone() \
             is not None
 
     def get(self, memory_id: int) -> bytes | None:
