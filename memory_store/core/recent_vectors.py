@@ -7,7 +7,9 @@ in ~0.2 ms and a single vector in a dictionary lookup.
 
 Only memories created within `days` are held (the warm window and a margin: a week of heavy use
 is ~15 MB); a search reaching further back (an explicit reference to the past, `recall search`)
-goes to sqlite-vec, unless no vector is older than that (a young store: RAM then holds them all). The copy follows the database through `vector_changes`, the log every vector
+goes to sqlite-vec, unless no memory is older than that (a young store: RAM then holds every
+vector). Each vector's kind is kept beside it, so a search for statements skips tool outputs before
+the product. The copy follows the database through `vector_changes`, the log every vector
 write appends to (vectors.py): `sync` reads the rows logged since the last sync, so vectors written
 by another process (an import, a forget) are picked up too, and a forgotten memory's vector leaves
 RAM with its row. The worker's embedding thread syncs after each batch; searches sync at most
