@@ -24,7 +24,7 @@ HEADER = ("recall (memory plugin): keep these facts from this session in the sum
 def key_facts(store: Store, session_id: str, project: str, since: float, budget: int) -> str:
     """The instructions for the summarizer ('' when the session settled nothing worth keeping)."""
     memories = [m for m in store.recent(project, FACT_KINDS, since, MAX_CANDIDATES, only_session=session_id)
-                if not _trivial(m)]
+                if not sentences.is_small_talk(m)]
     answered = {str(m.meta.get("prompt_id")) for m in memories if m.kind == "exchange" and m.meta.get("prompt_id")}
     # An answered prompt is shown by its exchange (question → answer), not twice.
     memories = [m for m in memories if not (m.kind == "prompt" and str(m.meta.get("prompt_id")) in answered)]
@@ -58,11 +58,4 @@ def _label(memory: Memory, answered: set[str]) -> str:
 
 
 def _weight(memory: Memory) -> float:
-    said = max((sentences.density(s) for s in sentences.split(memory.text)), default=0.0)
-    return min(1.0, said / sentences.DENSE) + memory.importance + (0.2 if memory.kind == "error" else 0.0)
-
-
-def _trivial(memory: Memory) -> bool:
-    if memory.kind == "exchange":
-        return sentences.is_chatter(memory.text) and sentences.is_trivial(str(memory.meta.get("prompt", "")))
-    return sentences.is_trivial(memory.text)
+    return sentences.substance(memory) + (0.2 if memory.kind == "error" else 0.0)

@@ -17,9 +17,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from . import ranking
+from . import ranking, strength
 from .stages import stage
-from . import strength
 from .config import RankingConfig, StrengthConfig
 from ..shared.projects import in_scope
 from .records import Hit

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from .ranking import STOPWORDS, normalize_term, words
+from .records import Memory
 
 _SPLIT = re.compile(r"(?<=[.!?;])\s+(?=[\"'(`\[A-Z0-9/])|\n+")
 _IDENTIFIER = re.compile(
@@ -78,6 +79,20 @@ def is_chatter(text: str) -> bool:
         return False
     content = [w for w in words(text) if w not in _FILLER_WORDS and w not in STOPWORDS]
     return len(content) <= 2
+
+
+def is_small_talk(memory: Memory) -> bool:
+    """A greeting or acknowledgement, or an answer in kind to one: nothing in it a later session needs
+    (the hot tier leaves it out, compaction skips it, the forgetting curve may prune it)."""
+    if memory.kind != "exchange":
+        return is_trivial(memory.text)
+    return is_trivial(str(memory.meta.get("prompt", ""))) and is_chatter(memory.text)
+
+
+def substance(memory: Memory) -> float:
+    """How much a memory settled: its densest sentence (up to 1) plus its importance."""
+    said = max((density(s) for s in split(memory.text)), default=0.0)
+    return min(1.0, said / DENSE) + memory.importance
 
 
 def density(sentence: str) -> float:

@@ -659,24 +659,14 @@ class Store:
         first, or only the `newest` N of them, newest first (browsing). `match`: the text (or an
         exchange's question) contains it, case-insensitively."""
         where, args = [], []
-        if kind is not None:
-            where.append("kind = ?")
-            args.append(kind)
-        if since is not None:
-            where.append("created_at >= ?")
-            args.append(since)
+        for condition, value in (("kind = ?", kind), ("created_at >= ?", since), ("project = ?", project),
+                                 ("session_id = ?", session_id), ("created_at < ?", before)):
+            if value is not None:
+                where.append(condition)
+                args.append(value)
         if ids is not None:
             where.append(f"id IN ({_marks(ids)})")
             args += list(ids)
-        if project is not None:
-            where.append("project = ?")
-            args.append(project)
-        if session_id is not None:
-            where.append("session_id = ?")
-            args.append(session_id)
-        if before is not None:
-            where.append("created_at < ?")
-            args.append(before)
         if match is not None:
             pattern = "%" + match.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
             where.append("(text LIKE ? ESCAPE '\\' OR meta LIKE ? ESCAPE '\\')")

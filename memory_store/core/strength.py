@@ -48,7 +48,4 @@ def prunable(memory: Memory, cfg) -> bool:
         return False
     if any(sentences.density(s) > 0 for s in sentences.split(memory.text)):
         return False
-    if memory.kind == "prompt":
-        return sentences.is_trivial(memory.text)
-    question = str(memory.meta.get("prompt", ""))
-    return sentences.is_chatter(memory.text) and (not question or sentences.is_trivial(question))
+    return sentences.is_small_talk(memory)

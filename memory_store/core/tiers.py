@@ -37,7 +37,8 @@ def hot_tier(store: Store, project: str, now: float, *, exclude_session: str | N
     # What the exchanges answer, by prompt id and by quoted question (one pass, not one per pair).
     answered = {(e.session_id, "id", e.meta.get("prompt_id")) for e in recent if e.kind == "exchange"}
     answered |= {(e.session_id, "q", e.meta.get("prompt")) for e in recent if e.kind == "exchange"}
-    interactions = [m for m in recent if (m.kind == "exchange" or not _answered(m, answered)) and not _small_talk(m)]
+    interactions = [m for m in recent if (m.kind == "exchange" or not _answered(m, answered))
+                    and not sentences.is_small_talk(m)]
     return deque(reversed(interactions[:size]), maxlen=size)
 
 
@@ -47,7 +48,7 @@ def brief(store: Store, project: str, now: float, *, exclude_session: str | None
     answer is an open thread), oldest first, each shown by what it settled."""
     cfg = store.config
     pool = list(hot_tier(store, project, now, exclude_session=exclude_session, size=cfg.tiers.hot_size * 3))
-    ranked = sorted(pool, key=lambda m: -_substance(m))[: cfg.tiers.hot_size]
+    ranked = sorted(pool, key=lambda m: -sentences.substance(m))[: cfg.tiers.hot_size]
     limit = max(160, cfg.inject.hot_budget_chars // max(1, cfg.tiers.hot_size) + 60)
     items = []
     for memory in sorted(ranked, key=lambda m: (m.created_at, m.id)):
@@ -57,19 +58,6 @@ def brief(store: Store, project: str, now: float, *, exclude_session: str | None
         else:
             items.append(inject.episode_item(turns.episode(store, memory), set(), limit))
     return items
-
-
-def _substance(memory: Memory) -> float:
-    """How much an interaction settled: its densest sentence and its importance."""
-    said = max((sentences.density(s) for s in sentences.split(memory.text)), default=0.0)
-    return min(1.0, said / sentences.DENSE) + memory.importance
-
-
-def _small_talk(memory: Memory) -> bool:
-    """A greeting or acknowledgement answered in kind: nothing in it a later session needs."""
-    if memory.kind != "exchange":
-        return sentences.is_trivial(memory.text)
-    return sentences.is_trivial(str(memory.meta.get("prompt", ""))) and sentences.is_chatter(memory.text)
 
 
 def _answered(prompt: Memory, answered: set) -> bool:

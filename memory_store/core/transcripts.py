@@ -287,8 +287,6 @@ def import_paths(store, paths: list[Path], progress=None) -> ImportReport:
     return report
 
 
-
-
 FIRST_PROMPT_BYTES = 256 * 1024  # a subagent's task is its transcript's first user entry
 
 

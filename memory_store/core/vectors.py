@@ -28,7 +28,9 @@ PREVIOUS_TABLE = "memory_vectors"
 CHUNK_SIZE = 64
 CHANGES = "vector_changes"  # (seq, memory_id): every write below is logged there (0: the whole table)
 CHANGES_KEPT = 200_000  # older log rows are dropped; a reader that far behind reloads everything
-ROW_COLUMNS = "v.memory_id, v.project, v.created_at, v.embedding, m.kind"  # what a RAM copy holds (recent_vectors.py)
+# What a RAM copy holds of each vector (recent_vectors.py): the vector, where and when, and its memory's kind.
+ROWS_WITH_KIND = (f"SELECT v.memory_id, v.project, v.created_at, v.embedding, m.kind FROM {TABLE} v "
+                  "LEFT JOIN memories m ON m.id = v.memory_id")
 WEEK = 7 * 86400
 MAX_WEEKS_PER_QUERY = 26  # a longer window scans the whole project instead
 
@@ -148,17 +150,14 @@ class VectorIndex:
         """(memory_id, project, created_at, embedding, kind) of those of these memories that have a vector."""
         found = []
         for memory_id in memory_ids:
-            row = self.conn.execute(f"SELECT {ROW_COLUMNS} FROM {TABLE} v LEFT JOIN memories m ON m.id = v.memory_id "
-                                    "WHERE v.memory_id = ?", (memory_id,)).fetchone()
+            row = self.conn.execute(f"{ROWS_WITH_KIND} WHERE v.memory_id = ?", (memory_id,)).fetchone()
             if row:
                 found.append(row)
         return found
 
     def rows_since(self, since: float) -> list[tuple[int, str, float, bytes, str | None]]:
         """(memory_id, project, created_at, embedding, kind) of every vector of a memory created after `since`."""
-        return self.conn.execute(
-            f"SELECT {ROW_COLUMNS} FROM {TABLE} v LEFT JOIN memories m ON m.id = v.memory_id WHERE v.created_at >= ?",
-            (float(since),)).fetchall()
+        return self.conn.execute(f"{ROWS_WITH_KIND} WHERE v.created_at >= ?", (float(since),)).fetchall()
 
     def has_vector_before(self, moment: float) -> bool:
         """Might a vector of a memory created before `moment` exist? Asked of the memories' time index
