@@ -271,3 +271,25 @@ def test_a_vector_table_of_the_previous_chunking_is_copied_not_re_embedded(home)
     assert vectors.PREVIOUS_TABLE not in names and f"chunk_size={vectors.CHUNK_SIZE}" in conn.execute(
         "SELECT sql FROM sqlite_master WHERE name = ?", (vectors.TABLE,)).fetchone()[0]
     s.close()
+
+
+def test_a_big_store_leaves_its_most_common_words_out_of_the_lexical_search(store):
+    from memory_store.core.term_frequency import MIN_MEMORIES
+
+    now = time.time()
+    filler = [(f"e{i}", draft(f"deploy {i} of service s{i % 40} finished in {i % 90} s", at=now - 5000 + i), None)
+              for i in range(MIN_MEMORIES + 100)]
+    store.store.record_many(filler + [("rare", draft("the rugosun importer now streams its uploads", at=now), None)])
+
+    assert store.store.selective_terms(["deploy", "rugosun", "importer"]) == ["rugosun", "importer"]
+    assert store.store.selective_terms(["deploy", "finished"]) == ["deploy", "finished"]  # all common: all kept
+    hits = store.search("deploy the rugosun importer", limit=3)
+    assert hits and "rugosun" in hits[0].text
+
+    store.store.config.ranking.common_term_share = 0.0  # the setting turns it off
+    assert store.store.selective_terms(["deploy", "rugosun"]) == ["deploy", "rugosun"]
+
+
+def test_a_small_store_searches_every_word(store):
+    store.store.record_many([(f"e{i}", draft(f"deploy {i} finished"), None) for i in range(50)])
+    assert store.store.selective_terms(["deploy", "rugosun"]) == ["deploy", "rugosun"]

@@ -123,6 +123,10 @@ class RankingConfig(_Section):
         120, ge=5, description="Candidates taken from each retriever before fusion (60 -> 120: LoCoMo R@10 "
         "+0.003 on the tuning part, +0.011 on the held-back part)."
     )
+    common_term_share: float = Field(
+        0.1, ge=0, le=1, description="On a big store (2,000 memories or more), a query word held by more than this "
+        "share of the memories is left out of the lexical candidate search (0: never; term_frequency.py)."
+    )
     session_weight: float = Field(
         0.0, ge=0, description="Boost for memories whose session matches the query as a whole (see search.py)."
     )

@@ -80,10 +80,18 @@ class Query:
 
     @property
     def fts(self) -> str | None:
-        """FTS5 MATCH expression: each term quoted (no FTS syntax can leak through), OR-ed."""
-        if not self.terms:
-            return None
-        return " OR ".join('"' + t.replace('"', '""') + '"' for t in self.terms)
+        """FTS5 MATCH expression of all its terms."""
+        return fts_expression(self.terms)
+
+
+def fts_phrase(term: str) -> str:
+    """One term as an FTS5 phrase: quoted, so no FTS syntax can leak through."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def fts_expression(terms: list[str]) -> str | None:
+    """FTS5 MATCH expression: the terms as phrases, OR-ed."""
+    return " OR ".join(fts_phrase(t) for t in terms) or None
 
 
 def parse_query(text: str, now: float | None = None, cfg: RankingConfig | None = None) -> Query:

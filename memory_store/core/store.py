@@ -26,6 +26,7 @@ from . import db
 from .config import Config
 from ..shared.projects import GLOBAL_PROJECT
 from .records import Hit, Memory, MemoryDraft, to_datetime
+from .term_frequency import TermFrequencies
 from .trust import trust_of
 from .vectors import VectorIndex
 
@@ -110,6 +111,7 @@ class Store:
         self.vector_error = db.load_vec(self.conn)
         self.vectors = VectorIndex(self.conn) if self.vector_error is None else None
         self.recent_vectors: RecentVectors | None = None  # set by keep_recent_vectors
+        self.term_frequencies = TermFrequencies()
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -448,6 +450,12 @@ class Store:
         return [r.memory() for r in reversed(earlier)] + [r.memory() for r in later]
 
     # --- search support -------------------------------------------------------------------------
+
+    def selective_terms(self, terms: list[str]) -> list[str]:
+        """The query terms worth a lexical search: those most memories hold are left out on a big store
+        (term_frequency.py; `ranking.common_term_share`)."""
+        with self.lock:
+            return self.term_frequencies.selective(self.conn, terms, self.config.ranking.common_term_share)
 
     def lexical_candidates(self, expression: str, n: int, project: str | None, since: float | None,
                            until: float | None) -> dict[int, float]:
