@@ -73,3 +73,11 @@ def test_rfm_priority_weights():
     fresh_important = ranking.rfm_priority(0, 9, 9, 1.0, cfg)
     assert fresh_important == pytest.approx(0.3 + 0.2 + 0.5)
     assert ranking.rfm_priority(cfg.rfm_half_life_days * 86400, 0, 9, 0.0, cfg) == pytest.approx(0.15)
+
+
+def test_a_match_can_be_required_to_hold_the_rarer_words():
+    assert ranking.fts_expression(["deploy", "rugosun"]) == '"deploy" OR "rugosun"'
+    assert ranking.fts_expression(["deploy", "rugosun"], required=["rugosun"]) == \
+        '("rugosun") AND ("deploy" OR "rugosun")'
+    assert ranking.fts_expression(["deploy", "rugosun"], required=["rugosun", "deploy"]) == '"deploy" OR "rugosun"'
+    assert ranking.fts_expression([]) is None

@@ -281,15 +281,20 @@ def test_a_big_store_leaves_its_most_common_words_out_of_the_lexical_search(stor
               for i in range(MIN_MEMORIES + 100)]
     store.store.record_many(filler + [("rare", draft("the rugosun importer now streams its uploads", at=now), None)])
 
-    assert store.store.selective_terms(["deploy", "rugosun", "importer"]) == ["rugosun", "importer"]
-    assert store.store.selective_terms(["deploy", "finished"]) == ["deploy", "finished"]  # all common: all kept
+    assert store.store.selective_terms(["deploy", "rugosun", "importer"], "/p/one") == ["rugosun", "importer"]
+    assert store.store.selective_terms(["deploy", "finished"], "/p/one") == ["deploy", "finished"]  # all common: all kept
     hits = store.search("deploy the rugosun importer", limit=3)
     assert hits and "rugosun" in hits[0].text
 
+    # Counted per project: in a small project of the same store every word is searched.
+    store.store.record_many([(f"o{i}", draft(f"deploy {i} of the docs site", project="/p/two"), None) for i in range(30)])
+    assert store.store.selective_terms(["deploy", "docs"], "/p/two") == ["deploy", "docs"]
+    assert store.store.selective_terms(["deploy", "rugosun"], None) == ["rugosun"]  # all projects
+
     store.store.config.ranking.common_term_share = 0.0  # the setting turns it off
-    assert store.store.selective_terms(["deploy", "rugosun"]) == ["deploy", "rugosun"]
+    assert store.store.selective_terms(["deploy", "rugosun"], "/p/one") == ["deploy", "rugosun"]
 
 
 def test_a_small_store_searches_every_word(store):
     store.store.record_many([(f"e{i}", draft(f"deploy {i} finished"), None) for i in range(50)])
-    assert store.store.selective_terms(["deploy", "rugosun"]) == ["deploy", "rugosun"]
+    assert store.store.selective_terms(["deploy", "rugosun"], "/p/one") == ["deploy", "rugosun"]

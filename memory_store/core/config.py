@@ -124,8 +124,9 @@ class RankingConfig(_Section):
         "+0.003 on the tuning part, +0.011 on the held-back part)."
     )
     common_term_share: float = Field(
-        0.1, ge=0, le=1, description="On a big store (2,000 memories or more), a query word held by more than this "
-        "share of the memories is left out of the lexical candidate search (0: never; term_frequency.py)."
+        0.1, ge=0, le=1, description="In a project of 2,000 memories or more, a lexical match must hold one of the "
+        "query's words that at most this share of its memories hold; common words still count in the score "
+        "(0: off; speed only, see term_frequency.py)."
     )
     session_weight: float = Field(
         0.0, ge=0, description="Boost for memories whose session matches the query as a whole (see search.py)."

@@ -89,9 +89,13 @@ def fts_phrase(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def fts_expression(terms: list[str]) -> str | None:
-    """FTS5 MATCH expression: the terms as phrases, OR-ed."""
-    return " OR ".join(fts_phrase(t) for t in terms) or None
+def fts_expression(terms: list[str], required: list[str] | None = None) -> str | None:
+    """FTS5 MATCH expression: the terms as phrases, OR-ed; with `required` (some of the terms), only
+    what holds one of those matches, and every term still counts in its BM25 score."""
+    either = " OR ".join(fts_phrase(t) for t in terms) or None
+    if either is None or not required or set(required) >= set(terms):
+        return either
+    return f"({' OR '.join(fts_phrase(t) for t in required)}) AND ({either})"
 
 
 def parse_query(text: str, now: float | None = None, cfg: RankingConfig | None = None) -> Query:

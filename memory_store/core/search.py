@@ -48,7 +48,7 @@ def candidates(store: Store, embedder, cfg: RankingConfig, query_text: str, n: i
     expression = None
     if cfg.fusion != "dense" and query.fts:
         with stage("lexical"):
-            expression = ranking.fts_expression(store.selective_terms(query.terms))
+            expression = ranking.fts_expression(query.terms, required=store.selective_terms(query.terms, project))
             found.lexical = store.lexical_candidates(expression, n, project, since, until)
     if vector is not None:
         with stage("vector"):

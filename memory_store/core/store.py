@@ -451,11 +451,11 @@ class Store:
 
     # --- search support -------------------------------------------------------------------------
 
-    def selective_terms(self, terms: list[str]) -> list[str]:
-        """The query terms worth a lexical search: those most memories hold are left out on a big store
-        (term_frequency.py; `ranking.common_term_share`)."""
+    def selective_terms(self, terms: list[str], project: str | None) -> list[str]:
+        """The query terms a lexical match in `project` must hold one of: all of them, except on a big
+        project, where the words most of its memories hold are not enough (term_frequency.py)."""
         with self.lock:
-            return self.term_frequencies.selective(self.conn, terms, self.config.ranking.common_term_share)
+            return self.term_frequencies.selective(self.conn, terms, self.config.ranking.common_term_share, project)
 
     def lexical_candidates(self, expression: str, n: int, project: str | None, since: float | None,
                            until: float | None) -> dict[int, float]:
