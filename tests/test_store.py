@@ -286,6 +286,13 @@ def test_a_big_store_leaves_its_most_common_words_out_of_the_lexical_search(stor
     hits = store.search("deploy the rugosun importer", limit=3)
     assert hits and "rugosun" in hits[0].text
 
+    # Only common words are remembered (a rare word is quick to count again and may be one memory's
+    # secret), and a forget clears them.
+    cached = {term for _project, term in store.store.term_frequencies._counts if term}
+    assert cached == {"deploy", "finished"}
+    store.forget([hits[0].id])
+    assert not store.store.term_frequencies._counts
+
     # Counted per project: in a small project of the same store every word is searched.
     store.store.record_many([(f"o{i}", draft(f"deploy {i} of the docs site", project="/p/two"), None) for i in range(30)])
     assert store.store.selective_terms(["deploy", "docs"], "/p/two") == ["deploy", "docs"]

@@ -714,6 +714,7 @@ class Store:
                     f"DELETE FROM injection_receipts WHERE prompt_memory_id IN ({marks}) OR EXISTS "
                     f"(SELECT 1 FROM json_each(injection_receipts.items) WHERE json_extract(value, '$.id') IN ({marks}))",
                     ids + ids)
+                self.term_frequencies.clear()
                 texts = [m.text for m in gone]
                 for session_id, project in {(m.session_id, m.project) for m in gone if m.session_id}:
                     self._rebuild_context(session_id, project)

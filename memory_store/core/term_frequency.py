@@ -10,7 +10,7 @@ search (3.4 -> 2.1 ms a prompt, the same memories injected).
 This is a speed measure, so it applies from `MIN_MEMORIES` on, and a prompt whose words are all common
 keeps them all. Forced onto LoCoMo's small conversations it costs a little recall (R@5 0.727 -> 0.710,
 R@10 0.804 -> 0.801): below the threshold nothing changes. Counts come from the index itself (a one-word
-MATCH: 20-300 µs) and are kept for a few minutes: a word's share of a project changes slowly.
+MATCH: 20-300 µs); a common word's count is kept for a few minutes: its share of a project changes slowly.
 """
 
 from __future__ import annotations
@@ -25,11 +25,14 @@ COUNTS_TTL_SECONDS = 300.0
 
 
 class TermFrequencies:
-    """Per-process cache of how many memories a project holds, and how many of them hold each word."""
+    """Per-process cache of how many memories a project holds and which words most of them hold.
+
+    Only common words are kept (a rare word's count is quick to take again): a word that a tenth of a
+    project holds is not one memory's secret, so nothing a user forgets lingers here; `clear` on forget."""
 
     def __init__(self, ttl: float = COUNTS_TTL_SECONDS):
         self.ttl = ttl
-        self._counts: dict[tuple, tuple[float, int]] = {}  # (project, word or None) -> (when counted, count)
+        self._counts: dict[tuple, tuple[float, int]] = {}  # (project, common word or None) -> (when, count)
 
     def selective(self, conn, terms: list[str], share: float, project: str | None,
                   now: float | None = None) -> list[str]:
@@ -39,23 +42,35 @@ class TermFrequencies:
         if share <= 0 or len(terms) < 2:
             return terms
         now = time.monotonic() if now is None else now
-        total = self._count(conn, project, None, now)
+        total = self._cached(project, None, now)
+        if total is None:
+            total = self._counts[(project, None)] = (now, _counted(conn, project, None))
+            total = total[1]
         if total < MIN_MEMORIES:
             return terms
-        kept = [t for t in terms if self._count(conn, project, t, now) <= share * total]
+        limit = share * total
+        kept = []
+        for term in terms:
+            count = self._cached(project, term, now)
+            if count is None:
+                count = _counted(conn, project, term)
+                if count > limit:
+                    self._remember(project, term, now, count)
+            if count <= limit:
+                kept.append(term)
         return kept or terms
 
     def clear(self) -> None:
         self._counts.clear()
 
-    def _count(self, conn, project: str | None, term: str | None, now: float) -> int:
-        key = (project, term)
-        cached = self._counts.get(key)
-        if cached is None or now - cached[0] > self.ttl:
-            if len(self._counts) > 20_000:  # a long-lived worker sees many words: forget them all at once
-                self._counts.clear()
-            cached = self._counts[key] = (now, _counted(conn, project, term))
-        return cached[1]
+    def _cached(self, project: str | None, term: str | None, now: float) -> int | None:
+        cached = self._counts.get((project, term))
+        return None if cached is None or now - cached[0] > self.ttl else cached[1]
+
+    def _remember(self, project: str | None, term: str, now: float, count: int) -> None:
+        if len(self._counts) > 10_000:  # many projects and years of words: start again
+            self._counts.clear()
+        self._counts[(project, term)] = (now, count)
 
 
 def _counted(conn, project: str | None, term: str | None) -> int:
