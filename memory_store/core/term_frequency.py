@@ -53,7 +53,9 @@ class TermFrequencies:
         for term in terms:
             count = self._cached(project, term, now)
             if count is None:
-                count = _counted(conn, project, term)
+                count = _counted(conn, None, term)  # every project's: no join, and enough for a rare word
+                if count > limit and project is not None:
+                    count = _counted(conn, project, term)
                 if count > limit:
                     self._remember(project, term, now, count)
             if count <= limit:
