@@ -46,7 +46,7 @@ def candidates(store: Store, embedder, cfg: RankingConfig, query_text: str, n: i
             vector = embedder.embed_query(query_text)
     found = Candidates(query, vector)
     expression = None
-    if cfg.fusion != "dense" and query.fts:
+    if cfg.fusion != "dense" and query.terms:
         with stage("lexical"):
             expression = ranking.fts_expression(query.terms, required=store.selective_terms(query.terms, project))
             found.lexical = store.lexical_candidates(expression, n, project, since, until)
