@@ -25,7 +25,7 @@ from .core.embed import Models
 from .core.records import Hit, Memory
 from .core.search import search as run_search
 from .core.stats import hook_latency
-from .core.store import Store
+from .core.storage import open_store
 from .shared.files import ensure_private_dir
 from .shared.logs import JsonLog
 from .shared.paths import DataPaths
@@ -38,7 +38,7 @@ class Recall:
         self.paths = paths
         self.config = config
         self.log = JsonLog(paths.log_file, "api")
-        self.store = Store(paths, config)
+        self.store = open_store(paths, config)
         self.models = Models(config, paths.home / "models", self.log, allow_load=load_models)
         self._spool_lock = threading.Lock()
 
@@ -123,7 +123,7 @@ class Recall:
     def reindex(self, progress=None) -> int:
         """Re-embed every memory with the configured model (the worker, holding the old one, is stopped)."""
         embedder = self.models.embedder
-        if embedder is None or not self.store.vectors:
+        if embedder is None or not self.store.vectors_ready():
             raise RuntimeError(self.store.vector_error or self.models.embedder_error or "no embedding model")
         worker_client.stop_worker(self.paths)
         return jobs.reindex(self.store, embedder, progress)
@@ -218,7 +218,7 @@ class Recall:
     def stats(self) -> dict:
         """Counts, sizes, the data dir and hook latency percentiles from real use."""
         data = self.store.counts()
-        data["db_bytes"] = self.store.db_bytes()
+        data["db_bytes"] = self.store.size_bytes()
         data["home"] = str(self.paths.home)
         data["hook_latency_ms"] = hook_latency(self.paths.log_file)
         data["strength"] = self.strength_summary()

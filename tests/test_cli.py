@@ -81,7 +81,7 @@ def test_doctor_json_reports_checks(home):
     seed(home)
     report = json.loads(runner.invoke(app, ["doctor", "--home", str(home), "--json"]).stdout)
     names = {c["name"] for c in report["checks"]}
-    assert {"integrity", "fts index", "sqlite-vec", "embedding model", "spool", "worker"} <= names
+    assert {"integrity", "fts index", "vector search", "embedding model", "spool", "worker"} <= names
 
 
 def test_every_command_has_help():

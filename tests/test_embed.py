@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from conftest import ROOT
 from memory_store import open_recall
-from memory_store.core import db, jobs
+from memory_store.core import jobs
 from memory_store.shells.cli import app
 from memory_store.core.config import Config, EmbeddingConfig
 from memory_store.core.embed import DEFAULT_DIM, DEFAULT_MODEL, load_embedder
@@ -200,7 +200,7 @@ def test_each_vector_records_its_model_and_dimension(home, embedder):
         assert store.store.vectors.exists() is False or store.store.vectors.info() is None
         assert store.embed_pending() == 3
         assert store.store.vectors.info() == (DEFAULT_MODEL, 384)
-        row = store.store.conn.execute("SELECT model, dim FROM vector_index").fetchall()
+        row = store.store.db.conn.execute("SELECT model, dim FROM vector_index").fetchall()
         assert row == [(DEFAULT_MODEL, 384)]
         assert store.store.vectors.ids() == set(ids) and store.store.pending_embeddings() == 0
         for memory_id, text in zip(ids, TEXTS):
@@ -268,7 +268,9 @@ def test_another_model_never_mixes_into_the_index_and_reindex_rebuilds(home, emb
     ("/nonexistent/sqlite-vec/vec0", "sqlite-vec failed to load from /nonexistent/sqlite-vec/vec0"),
 ], ids=["not-installed", "load-fails"])
 def test_without_sqlite_vec_recall_works_lexically_and_doctor_says_why(home, monkeypatch, extension, reason):
-    monkeypatch.setattr(db, "vec_extension_path", lambda: extension)
+    from memory_store.core.storage.sqlite import schema
+
+    monkeypatch.setattr(schema, "vec_extension_path", lambda: extension)
     store = open_recall(home)
     try:
         assert store.store.vector_error.startswith(reason) and store.store.vectors is None
@@ -279,7 +281,7 @@ def test_without_sqlite_vec_recall_works_lexically_and_doctor_says_why(home, mon
         assert [h.id for h in store.search("cache TTL", project="/p/app")][:1] == [ids[1]]
 
         checks = {c.name: c for c in store.diagnose()}
-        vec = checks["sqlite-vec"]
+        vec = checks["vector search"]
         assert not vec.ok and vec.detail.startswith(reason) and "lexical search still works" in vec.hint
         assert "vector index" not in checks  # nothing to check, nothing crashed
     finally:
@@ -289,5 +291,5 @@ def test_without_sqlite_vec_recall_works_lexically_and_doctor_says_why(home, mon
     assert result.exit_code == 1, result.output
     report = json.loads(result.stdout)
     assert report["ok"] is False
-    vec = next(c for c in report["checks"] if c["name"] == "sqlite-vec")
+    vec = next(c for c in report["checks"] if c["name"] == "vector search")
     assert vec["ok"] is False and vec["detail"].startswith(reason)

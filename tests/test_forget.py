@@ -27,7 +27,7 @@ def files_holding(home, needle: str) -> list[str]:
 
 
 def fts_hits(recall, word: str) -> int:
-    return recall.store.conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?",
+    return recall.store.db.conn.execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?",
                                      (f'"{word}"',)).fetchone()[0]
 
 

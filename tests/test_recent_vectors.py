@@ -7,7 +7,7 @@ import time
 
 from memory_store import open_recall
 from memory_store.core.records import MemoryDraft
-from memory_store.core.recent_vectors import RecentVectors
+from memory_store.core.storage.sqlite.recent_vectors import RecentVectors
 
 DAY = 86400.0
 TEXTS = [

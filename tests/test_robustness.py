@@ -145,12 +145,12 @@ def test_parallel_sessions_with_killed_hooks_and_a_killed_worker(hooks, home, tm
         "SessionStart", load_payload("SessionStart-startup", cwd=str(projects[1])))
     store = stored(home)
     for marker, code in outcomes.items():
-        count = store.store.conn.execute("SELECT count(*) FROM memories WHERE text LIKE ?", (f"%{marker}%",)).fetchone()[0]
+        count = store.store.db.conn.execute("SELECT count(*) FROM memories WHERE text LIKE ?", (f"%{marker}%",)).fetchone()[0]
         if code == 0:
             assert count == 1, f"{marker}: returned 0 but stored {count} times"
         else:
             assert count <= 1, f"{marker}: stored {count} times"
-    assert store.store.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert store.store.db.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     log = DataPaths(home).log_file.read_text()
     assert "database is locked" not in log
     killed = sum(1 for code in outcomes.values() if code != 0)
@@ -177,7 +177,7 @@ def test_doctor_repair_rebuilds_a_broken_fts_index(home, project):
 
     store = open_recall(home)
     store.store.record("e1", MemoryDraft(project=str(project), kind="note", text="the queue is orders-v2", created_at=1.0))
-    store.store.conn.execute("DELETE FROM memories_fts")  # simulate a derived index gone out of step
+    store.store.db.conn.execute("DELETE FROM memories_fts")  # simulate a derived index gone out of step
     broken = {c.name: c for c in store.diagnose()}
     assert not broken["fts index"].ok
     assert store.search("orders queue", project=str(project)) == []

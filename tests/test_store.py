@@ -10,7 +10,7 @@ import apsw
 import pytest
 
 from memory_store import open_recall
-from memory_store.core import db
+from memory_store.core.storage.sqlite import schema as db
 from memory_store.shared import spool
 from memory_store.core.records import MemoryDraft
 from memory_store.shared.paths import DataPaths
@@ -29,11 +29,11 @@ def store(home):
 
 
 def test_migrations_build_the_schema_and_record_the_version(store):
-    assert db.schema_version(store.store.conn) == len(db.MIGRATIONS)
-    tables = {r[0] for r in store.store.conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table','trigger')")}
+    assert db.schema_version(store.store.db.conn) == len(db.MIGRATIONS)
+    tables = {r[0] for r in store.store.db.conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table','trigger')")}
     assert {"memories", "memories_fts", "events", "sessions", "injections", "embed_queue",
             "memories_fts_insert", "memories_fts_delete", "memories_fts_update"} <= tables
-    assert store.store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store.store.db.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
 def test_migrate_twice_is_a_no_op(home):
@@ -45,7 +45,7 @@ def test_migrate_twice_is_a_no_op(home):
 
 def test_newer_schema_is_refused(home):
     s = open_recall(home)
-    s.store.conn.execute("PRAGMA user_version = 999")
+    s.store.db.conn.execute("PRAGMA user_version = 999")
     s.close()
     with pytest.raises(RuntimeError, match="newer"):
         open_recall(home)
@@ -153,12 +153,12 @@ def test_files_are_private(store):
 
 def test_concurrent_writers_wait_instead_of_failing(home):
     a, b = open_recall(home), open_recall(home)
-    with db.write_transaction(a.store.conn):
-        a.store.conn.execute("INSERT INTO sessions(session_id, project, started_at) VALUES ('x', '/p', 0)")
-        b.store.conn.set_busy_timeout(50)
+    with db.write_transaction(a.store.db.conn):
+        a.store.db.conn.execute("INSERT INTO sessions(session_id, project, started_at) VALUES ('x', '/p', 0)")
+        b.store.db.conn.set_busy_timeout(50)
         with pytest.raises(apsw.BusyError):
             b.store.record("e1", draft("blocked"))
-    b.store.conn.set_busy_timeout(db.BUSY_TIMEOUT_MS)
+    b.store.db.conn.set_busy_timeout(db.BUSY_TIMEOUT_MS)
     assert b.store.record("e1", draft("now it works")).created
 
 
@@ -208,9 +208,9 @@ def test_an_older_vector_table_layout_is_rebuilt_not_queried(home):
     re-embedded instead of failing every dense search."""
     s = open_recall(home)
     s.store.record("v1", draft("the release train leaves on Thursdays"))
-    s.store.conn.execute("CREATE VIRTUAL TABLE memory_vectors USING vec0(memory_id INTEGER PRIMARY KEY, "
+    s.store.db.conn.execute("CREATE VIRTUAL TABLE memory_vectors USING vec0(memory_id INTEGER PRIMARY KEY, "
                    "project TEXT PARTITION KEY, created_at FLOAT, embedding FLOAT[384] distance_metric=cosine)")
-    s.store.conn.execute("INSERT INTO vector_index(id, model, dim, created_at) VALUES (1, ?, 384, 0)",
+    s.store.db.conn.execute("INSERT INTO vector_index(id, model, dim, created_at) VALUES (1, ?, 384, 0)",
                    (s.config.embedding.model,))
     assert not s.store.dense_ready(s.models.embedder)
     assert s.search("release train", project="/p/one")  # lexical meanwhile, no error
@@ -252,12 +252,12 @@ def test_rerank_that_cannot_load_falls_back_quietly(home, monkeypatch):
 def test_a_vector_table_of_the_previous_chunking_is_copied_not_re_embedded(home):
     """The previous layout (default 1,024-vector chunks per partition: ~1.5 MB per project-week) is copied
     into the current one; nothing goes back on the embedding queue."""
-    from memory_store.core import vectors
+    from memory_store.core.storage.sqlite import vectors
 
     s = open_recall(home)
     memory_id = s.store.record("v1", draft("the release train leaves on Thursdays")).memory_id
     vector = s.models.embedder.embed(["the release train leaves on Thursdays"])[0]
-    conn = s.store.conn
+    conn = s.store.db.conn
     conn.execute(f"CREATE VIRTUAL TABLE {vectors.PREVIOUS_TABLE} USING vec0(memory_id INTEGER PRIMARY KEY, project "
                  "TEXT PARTITION KEY, week INTEGER PARTITION KEY, created_at FLOAT, embedding FLOAT[384] "
                  "distance_metric=cosine)")
@@ -274,7 +274,7 @@ def test_a_vector_table_of_the_previous_chunking_is_copied_not_re_embedded(home)
 
 
 def test_a_big_store_leaves_its_most_common_words_out_of_the_lexical_search(store):
-    from memory_store.core.term_frequency import MIN_MEMORIES
+    from memory_store.core.storage.term_frequency import MIN_MEMORIES
 
     now = time.time()
     filler = [(f"e{i}", draft(f"deploy {i} of service s{i % 40} finished in {i % 90} s", at=now - 5000 + i), None)

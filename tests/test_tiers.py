@@ -404,7 +404,7 @@ def test_access_counts_grow_when_injected_or_searched(store, project, now):
 
     assert memory in injected(prompt(store, project, "s3", now + 10, QUESTION))  # a hook injection is a use
     assert access_count(store, memory) == 3
-    last = store.store.conn.execute("SELECT last_accessed FROM memories WHERE id = ?", (memory,)).fetchone()[0]
+    last = store.store.db.conn.execute("SELECT last_accessed FROM memories WHERE id = ?", (memory,)).fetchone()[0]
     assert last == pytest.approx(now + 10)
 
 

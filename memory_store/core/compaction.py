@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..shared.text import one_line
 from . import sentences
 from .records import Memory
-from .store import Store
+from .storage import Store
 
 FACT_KINDS = ("exchange", "prompt", "error", "note")
 MAX_CANDIDATES = 400  # the session's latest memories looked at

@@ -12,9 +12,9 @@ from dataclasses import asdict, dataclass
 
 from ..version import __version__
 from ..shared import spool
-from . import alerts, db
+from . import alerts
 from .config import config_problems
-from .store import Store
+from .storage import Store
 
 
 @dataclass
@@ -36,16 +36,15 @@ def _mode(path) -> int | None:
 
 
 def check_environment(store: Store, models) -> list[Check]:
-    import apsw
-
     checks = [Check("python", sys.version_info >= (3, 10), f"{sys.version.split()[0]} at {sys.executable}",
-                    "recall needs Python 3.10+"),
-              Check("sqlite", True, f"apsw {apsw.apsw_version()}, SQLite {apsw.sqlite_lib_version()}")]
-    if store.vector_error:
-        checks.append(Check("sqlite-vec", False, store.vector_error,
-                            "semantic search is off; lexical search still works. `pip install sqlite-vec`"))
-    else:
-        checks.append(Check("sqlite-vec", True, f"vec0 {store.vec_version()} loaded"))
+                    "recall needs Python 3.10+")]
+    if store.backend == "sqlite":
+        import apsw
+
+        checks.append(Check("sqlite", True, f"apsw {apsw.apsw_version()}, SQLite {apsw.sqlite_lib_version()}"))
+    usable, detail = store.vector_extension()
+    checks.append(Check("vector search", usable, detail,
+                        "" if usable else "semantic search is off; lexical search still works"))
     embedder = models.embedder
     if embedder is None:
         checks.append(Check("embedding model", False, models.embedder_error or "not loaded",
@@ -60,7 +59,8 @@ def check_files(store: Store) -> list[Check]:
     home_mode = _mode(paths.home)
     checks = [Check("data dir", home_mode is not None and home_mode & 0o077 == 0,
                     f"{paths.home} (mode {oct(home_mode) if home_mode is not None else 'missing'})",
-                    "chmod 700 the data dir")]
+                    "chmod 700 the data dir"),
+              Check("store", True, f"{store.backend}: {store.location()}")]
     loose = [p.name for p in (paths.db, paths.log_file) if (_mode(p) or 0) & 0o077]
     checks.append(Check("file permissions", not loose, "database and logs are private" if not loose
                         else f"readable by others: {', '.join(loose)}", "chmod 600 them"))
@@ -75,11 +75,11 @@ def check_files(store: Store) -> list[Check]:
 
 def check_database(store: Store) -> list[Check]:
     problems = store.integrity_problems()
-    version = store.schema_version()
+    version, latest = store.schema_status()
     checks = [Check("integrity", not problems, "; ".join(problems[:5]) or "ok",
                     "restore from a backup or run `recall doctor --repair` for derived indexes"),
-              Check("schema", version == len(db.MIGRATIONS), f"version {version} of {len(db.MIGRATIONS)}")]
-    fts = store.fts_problem()
+              Check("schema", version == latest, f"version {version} of {latest}")]
+    fts = store.text_index_problem()
     checks.append(Check("fts index", fts is None, "full-text index matches the memories" if fts is None
                         else f"full-text index out of step: {fts}", "recall doctor --repair"))
     vectors = store.vector_consistency()

@@ -25,6 +25,13 @@ TOKENIZER_DIR = Path(__file__).parent / "model_files" / "all-MiniLM-L6-v2"
 _register_lock = threading.Lock()
 
 
+def dot(a: bytes, b: bytes) -> float:
+    """Cosine similarity of two stored vectors (they are unit length)."""
+    import numpy as np
+
+    return float(np.dot(np.frombuffer(a, dtype=np.float32), np.frombuffer(b, dtype=np.float32)))
+
+
 class EmbeddingUnavailable(Exception):
     """The model cannot be loaded here; recall keeps working lexically."""
 

@@ -28,10 +28,10 @@ from .config import Config
 from ..shared.projects import in_scope
 from .records import Memory
 from .stages import stage
-from .store import Row, Store
+from .storage import Row, Store
 from .timeparse import DAY
 from .turns import Episode, episode
-from .vectors import dot
+from .embed import dot
 
 
 @dataclass

@@ -12,7 +12,7 @@ import os
 import re
 import time
 
-from .store import Store
+from .storage import Store
 
 DEDUP_WINDOW_SECONDS = 30 * 86400  # near-duplicates are looked for this far back
 _WORDS = re.compile(r"[^\W_]+")
@@ -21,10 +21,10 @@ _WORDS = re.compile(r"[^\W_]+")
 def embed_pending(store: Store, embedder, batch: int | None = None, max_batches: int | None = None,
                   progress=None) -> int:
     """Embed queued memories in batches; returns how many were embedded."""
-    if not embedder or not store.vectors:
+    if not embedder or not store.vectors_ready():
         return 0
     store.ensure_vector_index(embedder.name, embedder.dim)
-    if not store.vectors.matches(embedder.name, embedder.dim):
+    if not store.dense_ready(embedder):
         return 0  # another model's index: `recall reindex` decides, never a silent mix
     batch = batch or store.config.worker.embed_batch
     done = batches = 0
@@ -34,7 +34,8 @@ def embed_pending(store: Store, embedder, batch: int | None = None, max_batches:
             break
         vectors = embedder.embed([text for _, _, _, text in rows])
         store.save_embeddings([(i, project, at, v) for (i, project, at, _), v in zip(rows, vectors)],
-                              [r[0] for r in rows], supersede=lambda added: supersede_near_duplicates(store, added))
+                              [r[0] for r in rows], embedder.name,
+                              supersede=lambda added: supersede_near_duplicates(store, added))
         done += len(rows)
         batches += 1
         if progress:
@@ -58,7 +59,7 @@ def supersede_near_duplicates(store: Store, added: list[tuple[int, str, float, b
         if created_at < recent:
             continue  # imported history: exact duplicates are merged at capture, that is enough
         mine = store.memory_row(memory_id)
-        near = store.vectors.nearest(vector, 4, project, created_at - DEDUP_WINDOW_SECONDS, created_at)
+        near = store.similar_earlier(vector, 4, project, created_at - DEDUP_WINDOW_SECONDS, created_at)
         key = formatting_key(mine)
         older = [i for i, similarity in near.items() if i < memory_id and similarity >= threshold
                  and (other := store.memory_row(i)) is not None and formatting_key(other) == key]

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 MemoryKind = Literal["prompt", "exchange", "response", "tool", "error", "note"]
+Visibility = Literal["private", "team"]
 
 
 class MemoryDraft(BaseModel):
@@ -46,6 +47,8 @@ class Memory(BaseModel):
     pinned: bool = False
     agent: str = ""
     trust: float = 1.0
+    owner: str = ""  # who wrote it: the OS user of a local store, the database role of a shared one
+    visibility: Visibility = "private"  # "team": shared on purpose with everyone on the same database
 
 
 class Hit(BaseModel):
@@ -63,3 +66,5 @@ class Hit(BaseModel):
     meta: dict[str, Any] = Field(default_factory=dict)
     agent: str = ""
     trust: float = 1.0
+    owner: str = ""
+    visibility: Visibility = "private"

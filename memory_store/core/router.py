@@ -23,7 +23,7 @@ from ..shared.projects import GLOBAL_PROJECT, project_for
 from .records import MemoryDraft
 from .stages import stage
 from .trust import agent_name
-from .store import Store
+from .storage import Store
 
 
 class BadEvent(ValueError):

@@ -22,7 +22,7 @@ from .stages import stage
 from .config import RankingConfig, StrengthConfig
 from ..shared.projects import in_scope
 from .records import Hit
-from .store import Row, Store
+from .storage import Row, Store
 
 
 @dataclass

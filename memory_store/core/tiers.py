@@ -17,7 +17,7 @@ from collections import deque
 from . import gate, inject, ranking, sentences, turns
 from .capture import PROMPT_PREVIEW_CHARS, finish
 from .records import Memory
-from .store import Store
+from .storage import Store
 from .timeparse import DAY
 
 HOUR = 3600.0

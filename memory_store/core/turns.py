@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from ..shared.text import cap, one_line
 from . import sentences
 from .records import Memory
-from .store import Store
-from .vectors import dot
+from .storage import Store
+from .embed import dot
 
 FOLLOW_UP_WORDS = 30  # a follow-up is short …
 # … and answers or points back to the turn before: "yes, 32 with 2 steps", "fix it", "do the map", "vcpkg then".

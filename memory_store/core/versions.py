@@ -15,7 +15,7 @@ import re
 from functools import lru_cache
 
 from .ranking import STOPWORDS, answer_terms, normalize_term, words
-from .vectors import dot
+from .embed import dot
 
 SAME_SUBJECT_COSINE = 0.35  # a looser bar than "the same text": the value words decide
 MIN_SHARED_WORDS = 2
@@ -111,7 +111,7 @@ def prefer_current(store, decision, found, now: float) -> None:
     """For each taken candidate, find the newest statements that give another value for something its
     excerpt says (the newest per changed measure, at most MAX_NEWER, the closest to the question first);
     they are attached to the candidate (`newer`) and shown with it, marked current."""
-    if found.vector is None or not store.vectors:
+    if found.vector is None or not store.vectors_ready():
         return
     try:
         _prefer_current(store, decision, found)

@@ -31,12 +31,11 @@ import traceback
 
 from ..version import __version__
 from ..api import Recall
-from ..core import db, jobs, stages
+from ..core import jobs, stages
 from ..core.config import config_problems, load_config
 from ..core.embed import EmbeddingUnavailable, load_embedder
-from ..core.recent_vectors import RecentVectors
 from ..core.router import BadEvent
-from ..core.store import Store
+from ..core.storage import open_store
 from ..shared import protocol
 from ..shared.files import acquire_lock, atomic_write, ensure_private_dir
 from ..shared.logs import JsonLog
@@ -166,7 +165,7 @@ class Worker:
             return protocol.encode({"ok": False, "rejected": True, "error": str(exc)})
         except Exception as exc:  # e.g. disk full: the hook spools the event and tries later
             self.log.error("hook_failed", error=f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(limit=3))
-            if isinstance(exc, db.DAMAGE):
+            if isinstance(exc, getattr(self.recall.store, "DAMAGE", ())):
                 self.set_damaged_database_aside(exc)
             return protocol.encode({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
         self.work_event.set()
@@ -198,13 +197,9 @@ class Worker:
     def set_damaged_database_aside(self, exc: Exception) -> None:
         """The database turned out damaged while running: move it aside and exit; the hook spools
         this event, and the next hook starts a worker on a new database that ingests the spool."""
-        try:
-            damaged = bool(self.recall.store.integrity_problems())
-        except db.DAMAGE:
-            damaged = True
-        if damaged:
-            moved = db.move_aside(self.paths.db, f"{type(exc).__name__}: {exc}")
-            self.log.error("database_moved_aside", to=str(moved))
+        moved = self.recall.store.set_damaged_aside(f"{type(exc).__name__}: {exc}")
+        if moved:
+            self.log.error("database_moved_aside", to=moved)
             threading.Thread(target=self.stop, daemon=True).start()
 
     # --- spool ------------------------------------------------------------------------------------
@@ -229,11 +224,11 @@ class Worker:
             self.model_state = f"unavailable: {type(exc).__name__}: {exc}"
             self.log.error("model_failed", error=str(exc))
             return
-        background = Store(self.paths, self.config)  # its own connection: never blocks requests
+        background = open_store(self.paths, self.config)  # its own connection: never blocks requests
         background.ensure_vector_index(embedder.name, embedder.dim)
-        if background.vectors:
-            recent = RecentVectors(self.config.tiers.warm_window_days + RECENT_VECTORS_MARGIN_DAYS, embedder.dim)
-            background.keep_recent_vectors(recent)
+        recent = background.recent_vectors_cache(self.config.tiers.warm_window_days + RECENT_VECTORS_MARGIN_DAYS,
+                                                 embedder.dim)
+        if recent is not None:
             self.recall.store.keep_recent_vectors(recent)
             self.log.info("recent_vectors_loaded", vectors=len(recent.row_of), mb=round(recent.nbytes() / 1e6, 1))
         self.recall.models.set_embedder(embedder)

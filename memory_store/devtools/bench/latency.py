@@ -93,7 +93,7 @@ def seed_store(home: Path, count: int, project: str, echo=print, realistic: bool
                     [rng.gauss(0, 1) for _ in range(pool.shape[1])], dtype=np.float32)
                 vector /= np.linalg.norm(vector)
                 rows.append((r.memory_id, d.project, d.created_at, vector.astype(np.float32).tobytes()))
-            store.save_embeddings(rows, [r[0] for r in rows])
+            store.save_embeddings(rows, [r[0] for r in rows], embedder.name)
             batch = []
     echo(f"  seeded {count} memories in {time.perf_counter() - started:.1f} s")
     recall.close()
@@ -208,12 +208,11 @@ def measure_warm_query(home: Path, project: str, runs: int = 200) -> dict:
     in RAM)."""
     from ...api import open_recall
     from ...core import tiers
-    from ...core.recent_vectors import RecentVectors
 
     recall = open_recall(home)
     embedder = recall.models.load_embedder()  # once, before timing, as the worker does
-    if embedder is not None and recall.store.vectors:
-        recall.store.keep_recent_vectors(RecentVectors(recall.config.tiers.warm_window_days + 1, embedder.dim))
+    if embedder is not None:
+        recall.store.recent_vectors_cache(recall.config.tiers.warm_window_days + 1, embedder.dim)
     prompts = [f"Why does {s} time out against the staging cluster?" for s in SUBJECTS]
     times = []
     for i in range(runs):
@@ -255,7 +254,7 @@ def measure_import(entries: int, echo=print) -> dict:
         embedded = recall.embed_pending()
         embedding = time.perf_counter() - start
         # The model alone on the same texts (a sample), for comparison: what embedding could cost at best.
-        sample = [row[0] for row in recall.store.conn.execute("SELECT text FROM memories LIMIT 1000")]
+        sample = [memory.text for memory in recall.store.select_memories(newest=1000)]
         start = time.perf_counter()
         if embedder is not None:
             embedder.embed(sample)

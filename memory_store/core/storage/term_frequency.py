@@ -16,9 +16,7 @@ MATCH: 20-300 µs); a common word's count is kept for a few minutes: its share o
 from __future__ import annotations
 
 import time
-
-from ..shared.projects import GLOBAL_PROJECT
-from .ranking import fts_phrase
+from typing import Callable
 
 MIN_MEMORIES = 2000  # below this the whole lexical search takes well under a millisecond
 COUNTS_TTL_SECONDS = 300.0
@@ -34,17 +32,18 @@ class TermFrequencies:
         self.ttl = ttl
         self._counts: dict[tuple, tuple[float, int]] = {}  # (project, common word or None) -> (when, count)
 
-    def selective(self, conn, terms: list[str], share: float, project: str | None,
-                  now: float | None = None) -> list[str]:
+    def selective(self, count_of: Callable[[str | None, str | None], int], terms: list[str], share: float,
+                  project: str | None, now: float | None = None) -> list[str]:
         """`terms` without those held by more than `share` of the memories a search of `project` reads
         (its own and the global ones; every project's for None). All of them when `share` is 0, that part
-        of the store is small, or none would be left."""
+        of the store is small, or none would be left. `count_of(project, term)` asks the backend's text index:
+        memories of `project` (and global ones; all for None) holding `term` (all of them for None)."""
         if share <= 0 or len(terms) < 2:
             return terms
         now = time.monotonic() if now is None else now
         total = self._cached(project, None, now)
         if total is None:
-            total = _counted(conn, project, None)
+            total = count_of(project, None)
             self._remember(project, None, now, total)
         if total < MIN_MEMORIES:
             return terms
@@ -53,9 +52,9 @@ class TermFrequencies:
         for term in terms:
             count = self._cached(project, term, now)
             if count is None:
-                count = _counted(conn, None, term)  # every project's: no join, and enough for a rare word
+                count = count_of(None, term)  # every project's: no join, and enough for a rare word
                 if count > limit and project is not None:
-                    count = _counted(conn, project, term)
+                    count = count_of(project, term)
                 if count > limit:
                     self._remember(project, term, now, count)
             if count <= limit:
@@ -74,20 +73,3 @@ class TermFrequencies:
             self._counts.clear()
         self._counts[(project, term)] = (now, count)
 
-
-def _counted(conn, project: str | None, term: str | None) -> int:
-    """Memories of `project` (and global ones; all for None), holding `term` if one is given."""
-    if term is None:
-        sql, args = "SELECT count(*) FROM memories", []
-        if project is not None:
-            sql, args = sql + " WHERE project IN (?, ?)", [project, GLOBAL_PROJECT]
-    else:
-        sql = "SELECT count(*) FROM memories_fts"
-        args = [fts_phrase(term)]
-        if project is not None:
-            sql += " CROSS JOIN memories ON memories.id = memories_fts.rowid"
-        sql += " WHERE memories_fts MATCH ?"
-        if project is not None:
-            sql += " AND memories.project IN (?, ?)"
-            args.extend((project, GLOBAL_PROJECT))
-    return conn.execute(sql, args).fetchone()[0]

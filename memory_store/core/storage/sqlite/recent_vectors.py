@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from .timeparse import DAY
+from ...timeparse import DAY
 from .vectors import VectorIndex
 
 SYNC_SECONDS = 0.05  # a search sees vectors written elsewhere this fresh (the worker's own: at once)

@@ -38,13 +38,6 @@ MAX_WEEKS_PER_QUERY = 26  # a longer window scans the whole project instead
 LAYOUT_MARK = "week integer partition key"  # what distinguishes the current table layout (and the previous one)
 
 
-def dot(a: bytes, b: bytes) -> float:
-    """Cosine similarity of two stored vectors (they are unit length)."""
-    import numpy as np
-
-    return float(np.dot(np.frombuffer(a, dtype=np.float32), np.frombuffer(b, dtype=np.float32)))
-
-
 def week_of(timestamp: float) -> int:
     return int(timestamp // WEEK)
 

@@ -1,9 +1,5 @@
 """The SQLite database: connection settings and schema migrations.
 
-apsw rather than the stdlib `sqlite3`: many Python builds (macOS among them) cannot load
-extensions through `sqlite3`, and sqlite-vec is an extension. apsw bundles a recent
-SQLite with FTS5 on every OS.
-
 Migrations are an ordered list of functions; `PRAGMA user_version` is the number applied.
 Each migration and its version bump run in one transaction, so a crash mid-migration
 leaves the previous version intact.
@@ -11,6 +7,7 @@ leaves the previous version intact.
 
 from __future__ import annotations
 
+import getpass
 import importlib.util
 import os
 from contextlib import contextmanager
@@ -18,8 +15,8 @@ from pathlib import Path
 
 import apsw
 
-from ..shared.files import atomic_write
-from ..shared.paths import DB_RECOVERY_NOTE
+from ....shared.files import atomic_write
+from ....shared.paths import DB_RECOVERY_NOTE
 
 BUSY_TIMEOUT_MS = 10_000  # many hooks write at once; waiting beats "database is locked"
 
@@ -233,7 +230,7 @@ def m001_initial(conn: apsw.Connection) -> None:
 def m002_forget_for_good(conn: apsw.Connection) -> None:
     """Ids are never reused: `recall forget 36 37` typed again from shell history must not delete
     newer memories that took those ids. SQLite hands out max(id) + 1, so the highest id ever
-    deleted is kept and new memories start above it (store.NEXT_MEMORY_ID). And the full-text
+    deleted is kept and new memories start above it (storage/sqlite NEXT_MEMORY_ID). And the full-text
     index removes a deleted row's terms from its segments at once (FTS5 'secure-delete'), instead
     of leaving them until the next merge."""
     conn.execute(
@@ -312,13 +309,35 @@ def m006_pruned(conn: apsw.Connection) -> None:
 def m007_fts_merge_on_forget(conn: apsw.Connection) -> None:
     """FTS5 'secure-delete' made every write that updates indexed text (a turn's neighbours' context, at
     each prompt and answer) rewrite index segments in place: `recall import` ran at ~230 entries a second
-    instead of ~1,900. It is off again; `Store.forget` instead merges the whole index ('optimize'), which
+    instead of ~1,900. It is off again; `forget` instead merges the whole index ('optimize'), which
     drops every stale copy of a forgotten text, and secure_delete zeroes the pages it frees."""
     conn.execute("INSERT INTO memories_fts(memories_fts, rank) VALUES ('secure-delete', 0)")
 
 
+def m008_owner_and_visibility(conn: apsw.Connection) -> None:
+    """Who a memory belongs to and who may see it: `private` (everything captured) or `team` (shared on
+    purpose, `recall share`). In a file of one user every row is that user's; the columns make a memory
+    the same thing in both backends (in PostgreSQL the owner is the database role)."""
+    conn.execute(
+        """
+        ALTER TABLE memories ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+        ALTER TABLE memories ADD COLUMN visibility TEXT NOT NULL DEFAULT 'private'
+            CHECK (visibility IN ('private', 'team'));
+        """
+    )
+    conn.execute("UPDATE memories SET owner = ?", (local_user(),))
+
+
 MIGRATIONS = [m001_initial, m002_forget_for_good, m003_vector_changes, m004_pins_and_receipts, m005_sources,
-              m006_pruned, m007_fts_merge_on_forget]
+              m006_pruned, m007_fts_merge_on_forget, m008_owner_and_visibility]
+
+
+def local_user() -> str:
+    """Who owns what a data dir holds: the OS user (a shared database names its roles instead)."""
+    try:
+        return getpass.getuser()
+    except Exception:  # no user name in the environment or the password database
+        return ""
 
 
 def schema_version(conn: apsw.Connection) -> int:

@@ -1,0 +1,84 @@
+"""What both storage backends share: the rows they hand out, what storing an event did, and the
+constants and helpers every backend's SQL is written with."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+from ..records import Hit, Memory, to_datetime
+
+MEMORY_COLUMNS = (
+    "id, project, session_id, kind, text, created_at, importance, seen_count, access_count, "
+    "last_accessed, superseded_by, meta, pinned, agent, trust, owner, visibility"
+)
+CONVERSATION_KINDS = ("prompt", "exchange")  # the turns of a conversation: each other's context
+TURN_SEPARATOR = "\n\x1e "  # between neighbouring turns in the context columns
+VISIBILITIES = ("private", "team")
+
+
+class StorageUnavailable(Exception):
+    """The database cannot be reached right now (a server down, a network gone). Nothing is lost: the
+    worker spools the event and tries again later. The message never holds a password."""
+
+
+def content_hash(text: str) -> str:
+    """Identity of a memory's content for deduplication (case and spacing do not matter)."""
+    return hashlib.sha1(" ".join(text.lower().split()).encode("utf-8")).hexdigest()
+
+
+def marks(values) -> str:
+    """`?, ?, ?` for an IN list of these values."""
+    return ",".join("?" * len(values))
+
+
+@dataclass
+class Recorded:
+    """What storing one event did."""
+
+    memory_id: int | None
+    created: bool  # a new memory row (False: deduplicated into an existing one, or none)
+    duplicate_event: bool  # this event id was stored before: nothing changed
+
+
+@dataclass
+class Row:
+    """One memories row, as search and ranking read it (the columns of MEMORY_COLUMNS, in order)."""
+
+    id: int
+    project: str
+    session_id: str
+    kind: str
+    text: str
+    created_at: float
+    importance: float
+    seen_count: int
+    access_count: int
+    last_accessed: float | None
+    superseded_by: int | None
+    meta: str
+    pinned: int = 0
+    agent: str = ""
+    trust: float = 1.0
+    owner: str = ""
+    visibility: str = "private"
+
+    def memory(self) -> Memory:
+        # model_construct: a stored row is valid already, and validating it costs a prompt ~2 ms
+        # (a gate builds a few hundred of these).
+        return Memory.model_construct(
+            id=self.id, text=self.text, created_at=to_datetime(self.created_at), session_id=self.session_id,
+            project=self.project, kind=self.kind, importance=self.importance, seen_count=self.seen_count,
+            access_count=self.access_count, superseded_by=self.superseded_by, meta=json.loads(self.meta or "{}"),
+            pinned=bool(self.pinned), agent=self.agent, trust=self.trust, owner=self.owner,
+            visibility=self.visibility,
+        )
+
+    def hit(self, score: float, similarity: float | None = None) -> Hit:
+        return Hit(
+            id=self.id, text=self.text, score=round(score, 6), created_at=to_datetime(self.created_at),
+            similarity=None if similarity is None else round(similarity, 4),
+            session_id=self.session_id, project=self.project, kind=self.kind, meta=json.loads(self.meta or "{}"),
+            agent=self.agent, trust=self.trust, owner=self.owner, visibility=self.visibility,
+        )

@@ -1,0 +1,94 @@
+"""One database connection with recall's habits, whichever the backend.
+
+Statements are written once, with `?` placeholders and the SQL both SQLite and PostgreSQL
+understand (`INSERT ... ON CONFLICT`, `RETURNING`, `IN (?, ?)`); `Database` runs them on an apsw
+connection as they are and on a psycopg one with `%s` placeholders. The few spellings that differ
+(the larger of two values, a field of the JSON meta) come from `Dialect`. One lock serialises the
+connection, so one Store can serve many threads.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+
+@dataclass(frozen=True)
+class Dialect:
+    name: str  # "sqlite" or "postgres"
+    greatest: str  # function taking the larger of its arguments
+    least: str
+    # Tables that several database roles share are keyed by their owner too (events, sessions, ...):
+    # the start of those keys, for ON CONFLICT targets.
+    owner_key: str
+
+    def json_text(self, column: str, key: str) -> str:
+        """A top-level text field of a JSON column (meta)."""
+        if self.name == "sqlite":
+            return f"json_extract({column}, '$.{key}')"
+        return f"(({column})::jsonb ->> '{key}')"
+
+
+SQLITE = Dialect("sqlite", greatest="max", least="min", owner_key="")
+POSTGRES = Dialect("postgres", greatest="greatest", least="least", owner_key="owner, ")
+
+
+@functools.lru_cache(maxsize=1024)
+def to_format_style(sql: str) -> str:
+    """`?` placeholders as psycopg's `%s` (a literal `%` doubled). recall's SQL puts no `?` in literals."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+class Database:
+    """A connection and its lock. `begin` is the backend's write transaction (a context manager)."""
+
+    def __init__(self, conn: Any, dialect: Dialect, begin: Callable[[], Any]):
+        self.conn = conn
+        self.dialect = dialect
+        self.lock = threading.RLock()
+        self._begin = begin
+        self._sql = (lambda sql: sql) if dialect is SQLITE else to_format_style
+
+    def _execute(self, sql: str, args=()):
+        return self.conn.execute(self._sql(sql), tuple(args))
+
+    def run(self, sql: str, args=()) -> None:
+        with self.lock:
+            self._execute(sql, args)
+
+    def many(self, sql: str, rows) -> None:
+        rows = [tuple(r) for r in rows]
+        if not rows:
+            return
+        with self.lock:
+            if self.dialect is SQLITE:
+                self.conn.executemany(sql, rows)
+            else:
+                with self.conn.cursor() as cursor:
+                    cursor.executemany(self._sql(sql), rows)
+
+    def all(self, sql: str, args=()) -> list[tuple]:
+        with self.lock:
+            return [tuple(r) for r in self._execute(sql, args).fetchall()]
+
+    def one(self, sql: str, args=()) -> tuple | None:
+        with self.lock:
+            row = self._execute(sql, args).fetchone()
+        return tuple(row) if row is not None else None
+
+    def value(self, sql: str, args=(), default=None):
+        row = self.one(sql, args)
+        return default if row is None or row[0] is None else row[0]
+
+    @contextmanager
+    def write(self) -> Iterator["Database"]:
+        """A write transaction, holding the lock throughout."""
+        with self.lock, self._begin():
+            yield self
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()

@@ -1,0 +1,170 @@
+"""`Store`: the one storage interface core code talks to (capture, gate, search, jobs, forget, and the
+shells through the API).
+
+What both backends do alike is written once in the concern mixins (memories.py, sessions.py,
+upkeep.py); what each does its own way is declared here and implemented in sqlite/ and postgres/.
+tests/test_storage_contract.py runs the same checks against both.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from .memories import Memories
+from .sessions import Sessions
+from .upkeep import Upkeep
+
+
+class Store(Memories, Sessions, Upkeep, ABC):
+    backend: str  # "sqlite" or "postgres"
+    vector_error: str | None = None  # why vectors cannot be stored here (None: they can)
+    DAMAGE: tuple = ()  # errors that mean the database itself is damaged (the worker then sets it aside)
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def set_damaged_aside(self, error: str) -> str | None:
+        """Move a damaged database out of the way (a new one starts); returns where it went, or None."""
+        return None
+
+    # --- words --------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def selective_terms(self, terms: list[str], project: str | None) -> list[str]:
+        """The query terms a lexical match in `project` must hold one of (storage/term_frequency.py)."""
+
+    @abstractmethod
+    def lexical_candidates(self, expression: str, n: int, project: str | None, since: float | None,
+                           until: float | None) -> dict[int, float]:
+        """memory id -> BM25 score (higher is better) of the n best matches of `expression`
+        (ranking.fts_expression) among live memories of `project` and the global ones."""
+
+    @abstractmethod
+    def indexed_texts(self, project: str) -> list[tuple[str, str, str]]:
+        """(text, context_before, context_after) of a project's live memories."""
+
+    # --- meaning ------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def vectors_ready(self) -> bool:
+        """Vectors can be stored here."""
+
+    @abstractmethod
+    def dense_ready(self, embedder) -> bool:
+        """Vectors of this embedder's model can be searched."""
+
+    @abstractmethod
+    def nearest(self, vector: bytes, n: int, project: str | None, since: float | None,
+                until: float | None) -> dict[int, float]:
+        """memory id -> cosine similarity of the n nearest live vectors of `project` (and the global ones)."""
+
+    @abstractmethod
+    def nearest_each(self, vectors: list[bytes], n: int, project: str | None, since: float | None,
+                     until: float | None, kinds: tuple[str, ...] | None = None) -> list[dict[int, float]]:
+        """`nearest` for several vectors (of these kinds, where the backend can filter by kind)."""
+
+    @abstractmethod
+    def similar_earlier(self, vector: bytes, n: int, project: str, since: float, until: float) -> dict[int, float]:
+        """The n nearest vectors of a project created in [since, until], this transaction's writes included."""
+
+    @abstractmethod
+    def vector_of(self, memory_id: int) -> bytes | None:
+        """A memory's stored embedding (None: none yet)."""
+
+    @abstractmethod
+    def vectors_of(self, memory_ids) -> dict[int, bytes]:
+        """The stored embeddings of those of these memories that have one."""
+
+    def recent_vectors_cache(self, days: float, dim: int):
+        """A RAM copy of recent vectors for the worker to search, or None where the backend needs none."""
+        return None
+
+    def keep_recent_vectors(self, recent) -> None:
+        """Search through a RAM copy another store of this process made (recent_vectors_cache)."""
+
+    def sync_recent_vectors(self) -> None:
+        """Bring the RAM copy (if any) up to date after this process wrote vectors."""
+
+    # --- embeddings ---------------------------------------------------------------------------------
+
+    @abstractmethod
+    def vector_model(self) -> str | None:
+        """The model whose vectors the store holds (None: none yet)."""
+
+    @abstractmethod
+    def vector_count(self) -> int: ...
+
+    @abstractmethod
+    def pending_embeddings(self) -> int:
+        """Memories waiting for their embedding."""
+
+    @abstractmethod
+    def ensure_vector_index(self, model: str, dim: int) -> None:
+        """Ready the store for this model's vectors (a store holding another model's waits for reindex)."""
+
+    @abstractmethod
+    def reset_vector_index(self, model: str, dim: int) -> None:
+        """Drop every vector and queue every memory for embedding with `model`."""
+
+    @abstractmethod
+    def embedding_batch(self, size: int) -> list[tuple[int, str, float, str]]:
+        """The next memories to embed: (id, project, created_at, text)."""
+
+    @abstractmethod
+    def save_embeddings(self, rows: list[tuple[int, str, float, bytes]], done_ids: list[int], model: str,
+                        supersede=None) -> list[tuple[int, str, float, bytes]]:
+        """Store vectors of `model`, take `done_ids` off the queue, let `supersede(added)` run in the same
+        transaction; returns the rows added."""
+
+    # --- health -------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def location(self) -> str:
+        """Where the store is, fit to print (a file, or a URL without its password)."""
+
+    @abstractmethod
+    def integrity_problems(self) -> list[str]: ...
+
+    @abstractmethod
+    def schema_status(self) -> tuple[int, int]:
+        """(the schema version in the database, the one this recall writes)."""
+
+    @abstractmethod
+    def text_index_problem(self) -> str | None: ...
+
+    @abstractmethod
+    def vector_extension(self) -> tuple[bool, str]:
+        """(usable, what it is or why not) of the vector search extension."""
+
+    @abstractmethod
+    def vector_consistency(self) -> dict | None: ...
+
+    @abstractmethod
+    def rebuild_derived(self) -> list[str]:
+        """Rebuild the derived indexes; returns what was done. Never deletes a memory."""
+
+    @abstractmethod
+    def checkpoint(self) -> bool: ...
+
+    @abstractmethod
+    def size_bytes(self) -> int: ...
+
+    # --- what forgetting removes besides the rows (storage/upkeep.py) ---------------------------------
+
+    @abstractmethod
+    def _forget_derived(self, ids: list[int]) -> None: ...
+
+    @abstractmethod
+    def _delete_receipts_of(self, ids: list[int]) -> None: ...
+
+    @abstractmethod
+    def _after_forget(self) -> None: ...
+
+    @abstractmethod
+    def _after_purge(self) -> None: ...
