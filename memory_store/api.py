@@ -30,6 +30,7 @@ from .shared.files import ensure_private_dir
 from .shared.logs import JsonLog
 from .shared.paths import DataPaths
 from .shared.projects import GLOBAL_PROJECT
+from .shared.redact import secret_kinds
 from .shared import worker_client
 
 
@@ -149,10 +150,11 @@ class Recall:
 
     # --- steering --------------------------------------------------------------------------------
 
-    def remember(self, text: str, project: str | None, *, scope: str = "project") -> Memory:
+    def remember(self, text: str, project: str | None, *, scope: str = "project", team: bool = False) -> Memory:
         """Store a note the user (or Claude, through the MCP `remember` tool) asked to keep. scope
-        "global": it follows the user into every project. Cleaned like captured text (secrets redacted,
-        <private> dropped); raises ValueError when nothing is left to keep."""
+        "global": it follows the user into every project; `team`: everyone on the shared database sees it
+        (after the same secret scan as `share`). Cleaned like captured text (secrets redacted, <private>
+        dropped); raises ValueError when nothing is left to keep."""
         from .core.capture import finish
         from .core.records import MemoryDraft
 
@@ -163,11 +165,45 @@ class Recall:
         cleaned = finish(text, self.config.capture.max_prompt_chars)
         if not cleaned or cleaned == "[private]":
             raise ValueError("nothing to remember (empty or private text)")
+        if team and secret_kinds(text):
+            raise ValueError(f"not shared: it holds what looks like a secret ({', '.join(secret_kinds(text))})")
         owner = GLOBAL_PROJECT if scope == "global" else project
         draft = MemoryDraft(project=owner, kind="note", text=cleaned, created_at=time.time(), importance=0.9,
-                            meta={"source": "remember"})
+                            meta={"source": "remember"}, visibility="team" if team else "private")
         recorded = self.store.record(f"remember-{os.urandom(8).hex()}", draft)
+        if team:  # the same note kept privately before is shared now
+            self.store.share([recorded.memory_id])
         return self.store.get([recorded.memory_id])[0]
+
+    # --- sharing ---------------------------------------------------------------------------------
+
+    def share_check(self, memory_ids: list[int]) -> tuple[list[Memory], dict[int, str]]:
+        """What `share` would do: (the memories it would share, showing the very text teammates will see,
+        {id: why it will not be shared}). A fresh secret scan runs over every text (the rules may know
+        more than they did at capture)."""
+        mine = {m.id: m for m in self.store.own_memories(memory_ids)}
+        ready, refused = [], {}
+        for memory_id in memory_ids:
+            memory = mine.get(memory_id)
+            if memory is None:
+                refused[memory_id] = "not found among your memories"
+            elif memory.visibility == "team":
+                refused[memory_id] = "already shared"
+            elif secret_kinds(memory.text):
+                refused[memory_id] = f"it holds what looks like a secret ({', '.join(secret_kinds(memory.text))})"
+            else:
+                ready.append(memory.model_copy(update={"meta": {}, "visibility": "team"}))
+        return ready, refused
+
+    def share(self, memory_ids: list[int]) -> list[int]:
+        """Share these memories with the team (their text alone: storage/sharing.py); memories that
+        `share_check` refuses are left as they are. Returns the ids shared."""
+        ready, _refused = self.share_check(memory_ids)
+        return self.store.share([m.id for m in ready])
+
+    def unshare(self, memory_ids: list[int]) -> list[int]:
+        """Take shared memories back (their owner only); returns the ids made private again."""
+        return self.store.unshare(memory_ids)
 
     def pin(self, memory_ids: list[int], pinned: bool = True) -> list[int]:
         """Pin (or unpin) memories; returns the ids that exist."""
@@ -185,7 +221,10 @@ class Recall:
         return receipts
 
     def projects(self) -> list[dict]:
-        return self.store.projects()
+        """Each project (its name: the repository's remote, else its path) with its memory count, last
+        activity and the local paths seen for it on every machine (`paths`: host, path, last_seen)."""
+        places = self.store.project_paths()
+        return [{**row, "paths": places.get(row["project"], [])} for row in self.store.projects()]
 
     def export(self, project: str | None) -> list[dict]:
         """Every memory of a project (None: all), each with every field: `recall export`."""
@@ -239,14 +278,17 @@ def open_recall(home: str | os.PathLike | None = None, config: Config | None = N
 
 
 def search_anywhere(home: str | os.PathLike | None, query: str, limit: int = 10,
-                    project: str | None = None) -> list[Hit]:
+                    project: str | None = None, place: str | None = None) -> list[Hit]:
     """Search through the running worker (it holds the model: fast) or, without one, in this
-    process after ingesting the spool and embedding a small backlog, so the answer is complete."""
+    process after ingesting the spool and embedding a small backlog, so the answer is complete.
+    `place`: the project's local root, noted as where it lives (see Store.note_project_path)."""
     paths = DataPaths(home)
-    hits = worker_client.search(paths, query, limit, project)
+    hits = worker_client.search(paths, query, limit, project, place)
     if hits is not None:
         return [Hit.model_validate(hit) for hit in hits]
     with open_recall(paths.home) as recall:
+        if place and project:
+            recall.store.note_project_path(project, place)
         recall.ingest_spool()
         if 0 < recall.store.pending_embeddings() <= IN_PROCESS_EMBED_LIMIT:
             recall.embed_pending()
@@ -254,3 +296,22 @@ def search_anywhere(home: str | os.PathLike | None, query: str, limit: int = 10,
 
 
 IN_PROCESS_EMBED_LIMIT = 500  # without a worker, a search embeds a backlog up to this size first
+
+
+def init_team(url: str, config: Config | None = None) -> dict:
+    """`recall team init`: create (or upgrade) recall's schema in the PostgreSQL at `url`, with the
+    configured embedding model as the team's. Idempotent."""
+    from .core.embed import DEFAULT_DIM, DEFAULT_MODEL, load_embedder
+    from .core.storage.postgres.team import init_team as init
+
+    config = config or Config()
+    model = config.embedding.model
+    dim = DEFAULT_DIM if model == DEFAULT_MODEL else load_embedder(config.embedding).dim
+    return init(url, model, dim)
+
+
+def add_team_member(url: str, name: str) -> str:
+    """`recall team add-user NAME`: a login role in the team; returns its URL with a new password."""
+    from .core.storage.postgres.team import add_member
+
+    return add_member(url, name)

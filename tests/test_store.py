@@ -1,4 +1,6 @@
-"""The Python API on a real SQLite file: schema, exactly-once capture, dedup, supersede, forget, search."""
+"""What is particular to the SQLite backend: its schema and migrations, WAL and locking, file permissions, the
+vector table's layouts and the per-process word counts (the rest of the storage contract, on both backends:
+test_storage_contract.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,6 @@ import pytest
 
 from memory_store import open_recall
 from memory_store.core.storage.sqlite import schema as db
-from memory_store.shared import spool
 from memory_store.core.records import MemoryDraft
 from memory_store.shared.paths import DataPaths
 
@@ -51,92 +52,6 @@ def test_newer_schema_is_refused(home):
         open_recall(home)
 
 
-def test_event_is_stored_exactly_once(store):
-    first = store.store.record("evt-1", draft("the queue is named orders-v2"))
-    again = store.store.record("evt-1", draft("the queue is named orders-v2"))
-    assert first.created and again.duplicate_event and again.memory_id == first.memory_id
-    assert store.store.counts()["memories"] == 1 and store.store.counts()["events"] == 1
-
-
-def test_same_text_twice_is_deduplicated_and_counted(store):
-    a = store.store.record("e1", draft("run make lint before pushing"))
-    b = store.store.record("e2", draft("Run  make lint before pushing", session="s2"))
-    assert b.memory_id == a.memory_id and not b.created
-    memory = store.get([a.memory_id])[0]
-    assert memory.seen_count == 2
-
-
-def test_same_text_in_another_project_is_separate(store):
-    a = store.store.record("e1", draft("run make lint"))
-    b = store.store.record("e2", draft("run make lint", project="/p/two"))
-    assert a.memory_id != b.memory_id
-
-
-def test_superseded_memories_are_not_searched(store):
-    old = store.store.record("e1", draft("the cache TTL is 300 seconds"))
-    new = store.store.record("e2", draft("the cache TTL is 600 seconds", kind="exchange", supersedes=[old.memory_id]))
-    hits = store.search("cache TTL", project="/p/one")
-    assert [h.id for h in hits] == [new.memory_id]
-    assert store.get([old.memory_id])[0].superseded_by == new.memory_id
-
-
-def test_forget_deletes_and_reimport_does_not_restore(store):
-    a = store.store.record("import:x:1", draft("the admin password hint is blue"))
-    assert [m.id for m in store.forget([a.memory_id])] == [a.memory_id]
-    assert store.search("admin password hint", project="/p/one") == []
-    again = store.store.record("import:x:1", draft("the admin password hint is blue"))
-    assert again.duplicate_event and store.store.counts()["memories"] == 0
-
-
-def test_search_scopes_by_project_and_all_projects_is_explicit(store):
-    store.store.record("e1", draft("deploy with ship.sh --canary"))
-    store.store.record("e2", draft("deploy with helm upgrade", project="/p/two"))
-    assert {h.project for h in store.search("deploy", project="/p/one")} == {"/p/one"}
-    assert {h.project for h in store.search("deploy", project=None)} == {"/p/one", "/p/two"}
-
-
-def test_search_survives_fts_syntax_in_queries(store):
-    store.store.record("e1", draft('the NEAR operator and "quotes" (parens) * stars: AND OR NOT'))
-    for query in ['"unbalanced', "NEAR(", "a AND", "*", "col:umn", "(", "-", "^start", "", "   ", "OR OR"]:
-        store.search(query, project="/p/one")  # no exception
-    assert store.search('"quotes" NEAR (parens)', project="/p/one")
-
-
-def test_stopwords_are_not_what_matches(store):
-    store.store.record("e1", draft("what is the plan for the release"))
-    store.store.record("e2", draft("release checklist: bump version, tag, publish"))
-    hits = store.search("what is the release checklist?", project="/p/one")
-    assert "checklist" in hits[0].text
-
-
-def test_timeline_orders_a_session(store):
-    base = time.time()
-    ids = [store.store.record(f"e{i}", draft(f"step {i} of the migration", at=base + i)).memory_id for i in range(5)]
-    around = store.timeline(ids[2], before=1, after=1)
-    assert [m.id for m in around] == ids[1:4]
-
-
-def test_access_counts_grow_when_hits_are_used(store):
-    a = store.store.record("e1", draft("redis runs on port 6380 here"))
-    store.search("redis port", project="/p/one")
-    store.search("redis port", project="/p/one", touch=False)
-    assert store.get([a.memory_id])[0].access_count == 1
-
-
-def test_spool_is_ingested_exactly_once(home, project):
-    paths = DataPaths(home)
-    payload = {"session_id": "s", "cwd": str(project), "hook_event_name": "UserPromptSubmit",
-               "prompt": "the spool holds the release date: March 3"}
-    envelope = {"event_id": "spooled-1", "received_at": time.time(), "payload": payload}
-    spool.write(paths.spool, envelope)
-    spool.write(paths.spool, envelope)  # the same event twice (a hook retried after a late answer)
-    s = open_recall(home, load_models=False)
-    s.ingest_spool()
-    assert spool.pending(paths.spool) == []
-    hits = s.search("release date", project=str(project))
-    assert len(hits) == 1 and "March 3" in hits[0].text
-
-
 def test_unreadable_spool_file_is_kept_aside(home):
     paths = DataPaths(home)
     os.makedirs(paths.spool, exist_ok=True)
@@ -160,24 +75,6 @@ def test_concurrent_writers_wait_instead_of_failing(home):
             b.store.record("e1", draft("blocked"))
     b.store.db.conn.set_busy_timeout(db.BUSY_TIMEOUT_MS)
     assert b.store.record("e1", draft("now it works")).created
-
-
-def test_a_repeat_that_differs_only_in_formatting_supersedes_the_older_one(home):
-    """With real embeddings: the same statement re-formatted (case, punctuation, markup) supersedes the older
-    one; a re-worded one and a different one do not."""
-    s = open_recall(home)
-    now = time.time()
-    old = s.store.record("d1", draft("Run the integration tests with `pytest -x` before pushing!", kind="note",
-                                     at=now - 60))
-    other = s.store.record("d2", draft("The staging database lives in eu-west-1", kind="note", at=now - 30))
-    reworded = s.store.record("d3", draft("Run the integration tests using pytest -x before pushing", kind="note",
-                                          at=now - 20))
-    new = s.store.record("d4", draft("run the integration tests with pytest -x before pushing.", kind="note", at=now))
-    s.embed_pending()
-    memories = {m.id: m for m in s.get([old.memory_id, other.memory_id, reworded.memory_id, new.memory_id])}
-    assert memories[old.memory_id].superseded_by == new.memory_id
-    assert memories[other.memory_id].superseded_by is None and memories[new.memory_id].superseded_by is None
-    assert memories[reworded.memory_id].superseded_by is None
 
 
 def test_repeats_that_differ_in_an_identifier_stay_searchable_by_it(home):

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+
+from ..shared.database_url import masked, url_problem
 
 
 class _Section(BaseModel):
@@ -210,6 +212,23 @@ class WorkerConfig(_Section):
         "rank, gate, render, store, ...) as a `stages` line.")
 
 
+class StorageConfig(_Section):
+    """Where memories are kept (core/storage/)."""
+
+    url: str = Field(
+        "", description="A PostgreSQL URL (postgresql://alice@db.internal/recall) to share memory across machines and "
+        "with a team; empty: the SQLite file in the data dir. The environment variable RECALL_DATABASE_URL wins. "
+        "A password may be given here, in ~/.pgpass or as libpq reads it; recall never prints it.")
+
+    @field_validator("url")
+    @classmethod
+    def _a_database_url(cls, value: str) -> str:
+        problem = url_problem(value.strip())
+        if problem:
+            raise ValueError(problem)
+        return value.strip()
+
+
 class Config(_Section):
     _problems: list = PrivateAttr(default_factory=list)  # what load_config could not use (config_problems)
     capture: CaptureConfig = CaptureConfig()
@@ -223,6 +242,7 @@ class Config(_Section):
     rerank: RerankConfig = RerankConfig()
     strength: StrengthConfig = StrengthConfig()
     worker: WorkerConfig = WorkerConfig()
+    storage: StorageConfig = StorageConfig()
 
 
 @dataclass(frozen=True)
@@ -268,6 +288,8 @@ def load_config(path: Path | None) -> Config:
                     continue
                 location, value = _pop(data, error["loc"])
                 unknown = error["type"] == "extra_forbidden"
+                if location[:1] == ["storage"]:  # a database URL may hold a password
+                    value = masked(value) if isinstance(value, str) else "(not shown)"
                 problems.append(ConfigProblem(
                     str(path), ".".join(location), json.dumps(value, default=str)[:80],
                     "unknown setting" if unknown else error["msg"], "" if unknown else _default_of(location)))

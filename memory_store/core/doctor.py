@@ -14,7 +14,7 @@ from ..version import __version__
 from ..shared import spool
 from . import alerts
 from .config import config_problems
-from .storage import Store
+from .storage import StorageUnavailable, Store
 
 
 @dataclass
@@ -35,16 +35,9 @@ def _mode(path) -> int | None:
         return None
 
 
-def check_environment(store: Store, models) -> list[Check]:
+def check_environment(models) -> list[Check]:
     checks = [Check("python", sys.version_info >= (3, 10), f"{sys.version.split()[0]} at {sys.executable}",
                     "recall needs Python 3.10+")]
-    if store.backend == "sqlite":
-        import apsw
-
-        checks.append(Check("sqlite", True, f"apsw {apsw.apsw_version()}, SQLite {apsw.sqlite_lib_version()}"))
-    usable, detail = store.vector_extension()
-    checks.append(Check("vector search", usable, detail,
-                        "" if usable else "semantic search is off; lexical search still works"))
     embedder = models.embedder
     if embedder is None:
         checks.append(Check("embedding model", False, models.embedder_error or "not loaded",
@@ -54,13 +47,34 @@ def check_environment(store: Store, models) -> list[Check]:
     return checks
 
 
+def check_store(store: Store, models) -> list[Check]:
+    """Where memories are kept, and whether it can be used (a shared database may be unreachable)."""
+    try:
+        detail = f"{store.backend}: {store.location()}"
+        if store.backend == "sqlite":
+            import apsw
+
+            detail += f" (apsw {apsw.apsw_version()}, SQLite {apsw.sqlite_lib_version()})"
+        usable, vectors = store.vector_extension()
+    except StorageUnavailable as exc:
+        return [Check("store", False, f"{store.backend}: {store.location()}: {exc}",
+                      "events wait in the spool and are stored when the database is back")]
+    checks = [Check("store", True, detail),
+              Check("vector search", usable, vectors, "" if usable else "semantic search is off; lexical search "
+                                                                         "still works")]
+    mismatch = getattr(store, "model_mismatch", None)
+    problem = mismatch(models.embedder) if mismatch else None
+    if problem:
+        checks.append(Check("team model", False, problem, "semantic search is off until the models agree"))
+    return checks
+
+
 def check_files(store: Store) -> list[Check]:
     paths = store.paths
     home_mode = _mode(paths.home)
     checks = [Check("data dir", home_mode is not None and home_mode & 0o077 == 0,
                     f"{paths.home} (mode {oct(home_mode) if home_mode is not None else 'missing'})",
-                    "chmod 700 the data dir"),
-              Check("store", True, f"{store.backend}: {store.location()}")]
+                    "chmod 700 the data dir")]
     loose = [p.name for p in (paths.db, paths.log_file) if (_mode(p) or 0) & 0o077]
     checks.append(Check("file permissions", not loose, "database and logs are private" if not loose
                         else f"readable by others: {', '.join(loose)}", "chmod 600 them"))
@@ -126,5 +140,10 @@ def check_recovery(store: Store) -> list[Check]:
 
 
 def diagnose(store: Store, models, worker_health: dict | None) -> list[Check]:
-    return (check_environment(store, models) + check_config(store) + check_files(store) + check_database(store)
-            + check_recovery(store) + check_worker(worker_health))
+    checks = check_environment(models) + check_config(store) + check_files(store) + check_store(store, models)
+    if checks[-1].name != "store" or checks[-1].ok:  # the database answers: look inside
+        try:
+            checks += check_database(store)
+        except StorageUnavailable as exc:
+            checks.append(Check("store", False, f"{store.backend}: {store.location()}: {exc}"))
+    return checks + check_recovery(store) + check_worker(worker_health)

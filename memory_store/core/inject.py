@@ -52,8 +52,10 @@ def shown_text(item: Memory | Hit) -> str:
 
 
 def kind_label(memory: Memory | Hit) -> str:
-    """The kind as shown: a memory of the global scope says so (it comes from another project's session)."""
-    return f"{memory.kind} · global" if memory.project == GLOBAL_PROJECT else memory.kind
+    """The kind as shown: a memory of the global scope says so (it comes from another project's session), and
+    a team memory names its author."""
+    label = f"{memory.kind} · global" if memory.project == GLOBAL_PROJECT else memory.kind
+    return f"{label} · team, by {memory.owner}" if memory.visibility == "team" and memory.owner else label
 
 
 def memory_item(memory: Memory | Hit) -> Item:

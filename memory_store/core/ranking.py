@@ -78,25 +78,6 @@ class Query:
     asks_about_time: bool = False  # "when …", "yesterday", "last week" …
     window: TimeWindow | None = None  # the time a date or relative phrase in the query points at
 
-    @property
-    def fts(self) -> str | None:
-        """FTS5 MATCH expression of all its terms."""
-        return fts_expression(self.terms)
-
-
-def fts_phrase(term: str) -> str:
-    """One term as an FTS5 phrase: quoted, so no FTS syntax can leak through."""
-    return '"' + term.replace('"', '""') + '"'
-
-
-def fts_expression(terms: list[str], required: list[str] | None = None) -> str | None:
-    """FTS5 MATCH expression: the terms as phrases, OR-ed; with `required` (some of the terms), only
-    what holds one of those matches, and every term still counts in its BM25 score."""
-    either = " OR ".join(fts_phrase(t) for t in terms) or None
-    if either is None or not required or set(required) >= set(terms):
-        return either
-    return f"({' OR '.join(fts_phrase(t) for t in required)}) AND ({either})"
-
 
 def parse_query(text: str, now: float | None = None, cfg: RankingConfig | None = None) -> Query:
     """Content terms (no stopwords, no date words), whether the query is about time, and the time

@@ -24,6 +24,7 @@ class MemoryDraft(BaseModel):
     meta: dict[str, Any] = Field(default_factory=dict)
     supersedes: list[int] = Field(default_factory=list)
     agent: str = ""  # the subagent it comes from ('' for the main conversation)
+    visibility: Visibility = "private"  # everything captured is private; a team note is shared on purpose
 
 
 def to_datetime(ts: float) -> datetime:

@@ -19,7 +19,7 @@ from ..shared import spool
 from . import alerts, capture, compaction, inject, preferences, tiers, transcripts
 from .hook_events import (HANDLED_EVENTS, PostToolUse, PostToolUseFailure, PreCompact, SessionEnd, SessionStart,
                           Stop, SubagentStop, UserPromptSubmit, parse_event)
-from ..shared.projects import GLOBAL_PROJECT, project_for
+from ..shared.projects import GLOBAL_PROJECT, locate
 from .records import MemoryDraft
 from .stages import stage
 from .trust import agent_name
@@ -185,18 +185,19 @@ def handle_event(store: Store, models, envelope: dict, *, respond: bool = True) 
     at = float(received_at) if isinstance(received_at, (int, float)) and received_at > 0 else time.time()
     if store.has_event(event_id):
         return {}
-    project = project_for(event.cwd)
-    if ignored(project, store.config.capture.ignore_projects):
+    project, root = locate(event.cwd)
+    if ignored((root, project), store.config.capture.ignore_projects):
         store.record(event_id, None, at)  # seen, nothing kept
         return {}
+    store.note_project_path(project, root, at)
     if event.agent_id and not store.config.inject.into_subagents:
         respond = False  # a subagent works on its task: no memories in its context unless configured
     return handler(Context(store, models, event_id, at, project, respond), event)
 
 
-def ignored(project: str, globs: list[str]) -> bool:
-    """Is the project one of `capture.ignore_projects`?"""
-    return any(fnmatch.fnmatch(project, os.path.expanduser(glob)) for glob in globs)
+def ignored(names: tuple[str, ...], globs: list[str]) -> bool:
+    """Is the project (by its path or its name) one of `capture.ignore_projects`?"""
+    return any(fnmatch.fnmatch(name, os.path.expanduser(glob)) for glob in globs for name in names)
 
 
 def ingest_spool(store: Store, models) -> int:

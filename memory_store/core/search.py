@@ -45,11 +45,11 @@ def candidates(store: Store, embedder, cfg: RankingConfig, query_text: str, n: i
         with stage("embed"):
             vector = embedder.embed_query(query_text)
     found = Candidates(query, vector)
-    expression = None
-    if cfg.fusion != "dense" and query.terms:
+    lexical = cfg.fusion != "dense" and bool(query.terms)
+    if lexical:
         with stage("lexical"):
-            expression = ranking.fts_expression(query.terms, required=store.selective_terms(query.terms, project))
-            found.lexical = store.lexical_candidates(expression, n, project, since, until)
+            required = store.selective_terms(query.terms, project)
+            found.lexical = store.lexical_candidates(query.terms, required, n, project, since, until)
     if vector is not None:
         with stage("vector"):
             found.dense = store.nearest(vector, n, project, since, until)
@@ -60,9 +60,9 @@ def candidates(store: Store, embedder, cfg: RankingConfig, query_text: str, n: i
         # comparable across both passes (same index statistics), so the lists simply merge.
         start = max(window.start, since) if since is not None else window.start
         end = min(window.end, until) if until is not None else window.end
-        if expression:
+        if lexical:
             with stage("lexical"):
-                found.lexical.update(store.lexical_candidates(expression, n, project, start, end))
+                found.lexical.update(store.lexical_candidates(query.terms, required, n, project, start, end))
         if vector is not None:
             with stage("vector"):
                 found.dense.update(store.nearest(vector, n, project, start, end))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from . import capture
 from .hook_events import PostToolUse, PostToolUseFailure
-from ..shared.projects import project_for
+from ..shared.projects import locate, project_for
 from .records import MemoryDraft
 
 _COMMAND_NAME = re.compile(r"<command-name>\s*(/?[\w:\-]+)\s*</command-name>")
@@ -245,14 +246,19 @@ def import_file(store, path: Path, report: ImportReport) -> int:
         return import_export_file(store, path, report)
     reader = _SessionReader(store.config.capture, str(store.paths.home))
     sessions: dict[str, tuple[str, float, float]] = {}
+    places: set[tuple[str, str]] = set()
     for entry in read_entries(path, report):
         reader.add(entry)
         at = parse_time(entry.timestamp)
         if entry.sessionId and at:
-            project = project_for(entry.cwd or "/")
+            project, root = locate(entry.cwd or "/")
+            if os.path.isdir(root):  # a clone on this machine (a transcript from elsewhere names no place here)
+                places.add((project, root))
             first = sessions.get(entry.sessionId, (project, at, at))
             sessions[entry.sessionId] = (first[0], min(first[1], at), max(first[2], at))
     reader.close_turn()
+    for project, root in places:
+        store.note_project_path(project, root)
     results = store.record_many(reader.out)
     for session_id, (project, started, ended) in sessions.items():
         store.import_session(session_id, project, started, ended, str(path))

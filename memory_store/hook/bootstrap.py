@@ -7,7 +7,8 @@ spools its events. This script:
 1. takes an exclusive lock (`runtime/bootstrap.lock`), so parallel sessions run it once;
 2. reuses an interpreter that already has recall's dependencies ($RECALL_PYTHON, the data
    dir's venv, or the Python running it, e.g. after `pip install .`);
-3. otherwise creates `<data dir>/venv` and `pip install`s the plugin root into it;
+3. otherwise creates `<data dir>/venv` and `pip install`s the plugin root into it (with the
+   `postgres` extra when a database URL is set: the driver of a shared database);
 4. records the choice in `runtime/python.json` with the plugin version (a new version
    makes the hooks run this again: the venv is upgraded in place);
 5. starts the worker, which ingests the spool exactly once.
@@ -32,8 +33,8 @@ if __package__ in (None, ""):  # run as a script (python -I bootstrap.py): impor
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from memory_store.version import __version__  # noqa: E402
-from memory_store.hook.runtime import (child_env, detached, has_dependencies, read_runtime,  # noqa: E402
-                                       venv_python, write_runtime)
+from memory_store.hook.runtime import (child_env, detached, extras_needed, has_dependencies,  # noqa: E402
+                                       read_runtime, venv_python, write_runtime)
 from memory_store.shared.files import acquire_lock, atomic_write, ensure_private_dir  # noqa: E402
 from memory_store.shared.paths import DataPaths  # noqa: E402
 
@@ -47,6 +48,7 @@ class Bootstrap:
         ensure_private_dir(paths.logs)
         ensure_private_dir(paths.runtime)
         self.log_path = paths.bootstrap_log
+        self.extras = extras_needed(paths)  # `postgres` when a database URL is set: its driver too
 
     def say(self, message: str) -> None:
         line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {message}\n"
@@ -65,7 +67,8 @@ class Bootstrap:
         return found
 
     def install(self) -> str:
-        """Create (or upgrade) the venv and install the plugin into it; returns its Python."""
+        """Create (or upgrade) the venv and install the plugin (with the extras this data dir needs) into it;
+        returns its Python."""
         venv = self.paths.venv
         python = venv_python(venv)
         if not os.path.exists(python):
@@ -78,7 +81,8 @@ class Bootstrap:
             source = Path(tmp) / "src"
             shutil.copytree(self.root, source, ignore=shutil.ignore_patterns(
                 ".git", ".venv", "venv", "build", "dist", "*.egg-info", "__pycache__", "tests"))
-            self.run([python, "-m", "pip", "install", "--disable-pip-version-check", "--upgrade", str(source)])
+            target = str(source) + (f"[{','.join(self.extras)}]" if self.extras else "")
+            self.run([python, "-m", "pip", "install", "--disable-pip-version-check", "--upgrade", target])
         return python
 
     def run(self, argv: list[str]) -> None:
@@ -96,7 +100,7 @@ class Bootstrap:
         venv = venv_python(self.paths.venv)
         previous = None
         for python in self.candidates():
-            if not has_dependencies(python, self.root):
+            if not has_dependencies(python, self.root, self.extras):
                 continue
             if python == venv and runtime is not None and runtime.get("version") != __version__:
                 previous = python  # a venv made for an older plugin version is upgraded, not trusted as is
@@ -106,12 +110,12 @@ class Bootstrap:
         try:
             python = self.install()
         except Exception as exc:
-            if previous is None or not has_dependencies(previous, self.root):
+            if previous is None or not has_dependencies(previous, self.root, self.extras):
                 raise
             # e.g. an upgrade while offline: keep the working environment rather than capture-only mode
             self.say(f"upgrade failed ({exc}); keeping {previous}")
             return previous
-        if not has_dependencies(python, self.root):
+        if not has_dependencies(python, self.root, self.extras):
             raise RuntimeError(f"{python} still lacks recall's dependencies after installing")
         return python
 
@@ -127,7 +131,7 @@ class Bootstrap:
             self.set_state("running")
             started = time.time()
             python = self.choose()
-            write_runtime(self.paths, python, self.root)
+            write_runtime(self.paths, python, self.root, self.extras)
             self.set_state("done", python=python, seconds=round(time.time() - started, 1))
             self.say(f"ready in {time.time() - started:.1f} s: {python}")
         except Exception as exc:

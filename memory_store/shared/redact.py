@@ -141,6 +141,14 @@ def redact(text: str) -> str:
     return text
 
 
+def secret_kinds(text: str) -> list[str]:
+    """The kinds of secret `redact` would take out of `text` (none: it is clean), e.g. ["aws-key"]."""
+    before = set(re.findall(r"\[REDACTED:([\w-]+)\]", text or ""))
+    after = re.findall(r"\[REDACTED:([\w-]+)\]", redact(text or ""))
+    found = [kind for kind in after if kind not in before] if redact(text or "") != (text or "") else []
+    return list(dict.fromkeys(found))
+
+
 def is_env_file(path: str) -> bool:
     """True for dotenv files (`.env`, `.env.local`, `prod.env`): all their values are secrets."""
     return bool(path) and bool(_ENV_FILE_NAME.search(path))

@@ -18,11 +18,13 @@ def health(paths: DataPaths, timeout: float = 1.0) -> dict | None:
         return None
 
 
-def search(paths: DataPaths, query: str, limit: int, project: str | None, timeout: float = 5.0) -> list[dict] | None:
-    """Hits (as JSON objects) from the worker, which holds the model; None if no worker answers."""
+def search(paths: DataPaths, query: str, limit: int, project: str | None, place: str | None = None,
+           timeout: float = 5.0) -> list[dict] | None:
+    """Hits (as JSON objects) from the worker, which holds the model; None if no worker answers.
+    `place`: the project's local root (the worker notes where the project lives)."""
     try:
-        answer = protocol.request(paths, {"op": "search", "query": query, "limit": limit, "project": project},
-                                  timeout=timeout)
+        answer = protocol.request(paths, {"op": "search", "query": query, "limit": limit, "project": project,
+                                          "place": place}, timeout=timeout)
     except protocol.WorkerUnavailable:
         return None
     return answer.get("hits") if answer.get("ok") else None

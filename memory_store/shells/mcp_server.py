@@ -17,7 +17,7 @@ import os
 import time
 
 from ..core.capture import INJECTION_TAG
-from ..core.inject import age
+from ..core.inject import age, kind_label
 from ..shared.projects import project_for
 from ..shared.text import cap, one_line
 
@@ -35,9 +35,7 @@ def fenced(body: str) -> str:
 
 
 def _stamp(memory, now: float) -> str:
-    at = memory.created_at.timestamp()
-    scope = " · global" if memory.project.startswith("(") else ""
-    return f"#{memory.id} · {age(now - at)} · {memory.kind}{scope}"
+    return f"#{memory.id} · {age(now - memory.created_at.timestamp())} · {kind_label(memory)}"
 
 
 def build_server(home: str | None = None, project: str | None = None):

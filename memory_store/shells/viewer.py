@@ -22,7 +22,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urlparse
 
-from ..core.inject import age
+from ..core.inject import age, kind_label
 from ..shared import worker_client
 from ..shared.projects import GLOBAL_PROJECT
 from ..shared.text import one_line
@@ -132,7 +132,7 @@ class Viewer:
         now = time.time()
         rows = "".join(
             f'<tr><td><a href="{self.link(f"/memory/{m.id}")}">#{m.id}</a></td>'
-            f'<td><span class="kind">{_esc(m.kind)}</span></td>'
+            f'<td><span class="kind">{_esc(kind_label(m))}</span></td>'
             f'<td class="muted">{_esc(age(now - m.created_at.timestamp()))}</td>'
             + (f'<td class="muted">{_esc(_project_name(m.project))}</td>' if show_project else "")
             + f'<td>{_esc(one_line(m.text, 160))}</td></tr>' for m in memories)
@@ -151,7 +151,7 @@ class Viewer:
             f'<button type="submit" class="{cls}" name="do" value="{action}">{label}</button></form> '
             for action, label, cls in (("unpin", "Unpin", "") if memory.pinned else ("pin", "Pin", ""),
                                        ("forget", "Forget for good", "danger")))
-        facts = (f'<p class="muted">#{memory.id} · <span class="kind">{_esc(memory.kind)}</span> · '
+        facts = (f'<p class="muted">#{memory.id} · <span class="kind">{_esc(kind_label(memory))}</span> · '
                  f'{_stamp(memory.created_at.timestamp())} · {_esc(_project_name(memory.project))} · session '
                  f'<a href="{self.link("/injections", session=memory.session_id)}">{_esc(memory.session_id or "-")}</a>'
                  + (" · <b>pinned</b>" if memory.pinned else "")
@@ -161,7 +161,7 @@ class Viewer:
         rows = "".join(
             f'<tr class="{"current" if m.id == memory.id else ""}"><td><a href="{self.link(f"/memory/{m.id}")}">'
             f'#{m.id}</a></td><td class="muted">{_stamp(m.created_at.timestamp())}</td>'
-            f'<td><span class="kind">{_esc(m.kind)}</span></td><td>{_esc(one_line(m.text, 160))}</td></tr>'
+            f'<td><span class="kind">{_esc(kind_label(m))}</span></td><td>{_esc(one_line(m.text, 160))}</td></tr>'
             for m in timeline)
         body = (f'<div class="card">{facts}{text}<p>{actions}</p></div><h3>Timeline</h3>'
                 f"<table><tr><th>id</th><th>when</th><th>kind</th><th>memory</th></tr>{rows}</table>")

@@ -35,11 +35,12 @@ from ..core import jobs, stages
 from ..core.config import config_problems, load_config
 from ..core.embed import EmbeddingUnavailable, load_embedder
 from ..core.router import BadEvent
-from ..core.storage import open_store
-from ..shared import protocol
+from ..core.storage import StorageUnavailable, open_store
+from ..shared import protocol, spool
+from ..shared.database_url import database_url
 from ..shared.files import acquire_lock, atomic_write, ensure_private_dir
 from ..shared.logs import JsonLog
-from ..shared.paths import DataPaths, private_dir_is_ours
+from ..shared.paths import DataPaths, database_env_fingerprint, private_dir_is_ours
 from ..shared.payload import BadPayload, parse_payload
 
 WATCH_INTERVAL = 2.0  # seconds between idle/ownership checks (less for a shorter idle timeout)
@@ -47,6 +48,7 @@ EMBED_AFTER_QUIET_SECONDS = 0.3  # background embedding waits for this long with
 EMBED_AT_LEAST_EVERY_SECONDS = 2.0  # …but never starves under a steady stream of hooks
 PRUNE_EVERY_SECONDS = 900  # trivial memories that left the hot tier are pruned this often (core/strength.py)
 RECENT_VECTORS_MARGIN_DAYS = 1  # RAM holds the warm window's vectors and this much more (recent_vectors.py)
+STORAGE_RETRY_SECONDS = 5.0  # background work waits this long when the shared database cannot be reached
 
 
 class _Handler(socketserver.BaseRequestHandler):
@@ -97,6 +99,7 @@ class Worker:
         self.server: socketserver.BaseServer | None = None
         self.socket_inode: int | None = None
         self.model_state = "loading"
+        self.database_env = database_env_fingerprint()  # RECALL_DATABASE_URL as this worker was started with it
 
     # --- requests ---------------------------------------------------------------------------------
 
@@ -138,7 +141,13 @@ class Worker:
         if stamp == self.config_stamp:
             return
         self.config_stamp = stamp
-        self.config = load_config(self.paths.config)
+        config = load_config(self.paths.config)
+        if database_url(config.storage.url) != database_url(self.config.storage.url):
+            # Another store: a worker holds one store for its life; the next hook starts one on the new store.
+            self.log.info("database_change")
+            threading.Thread(target=self.stop, daemon=True).start()
+            return
+        self.config = config
         self.recall.use_config(self.config)
         self.log.info("config_reloaded", problems=len(config_problems(self.config)))
 
@@ -155,6 +164,7 @@ class Worker:
         with stages.stage("housekeeping"):
             self.refresh_config()
             self.ingest_spool()
+        envelope = None
         try:
             payload = parse_payload(body)
             envelope = {"event_id": str(message.get("event_id") or ""), "received_at": message.get("received_at"),
@@ -163,6 +173,8 @@ class Worker:
         except (BadPayload, BadEvent) as exc:
             self.log.error("event_rejected", hook=str(message.get("event")), error=str(exc))
             return protocol.encode({"ok": False, "rejected": True, "error": str(exc)})
+        except StorageUnavailable as exc:
+            output = self.keep_for_later(envelope, exc)
         except Exception as exc:  # e.g. disk full: the hook spools the event and tries later
             self.log.error("hook_failed", error=f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(limit=3))
             if isinstance(exc, getattr(self.recall.store, "DAMAGE", ())):
@@ -173,25 +185,49 @@ class Worker:
             # A newer (or older) plugin is calling: answer, then make way for its own worker.
             self.log.info("version_change", ours=__version__, theirs=message.get("client_version"))
             threading.Thread(target=self.stop, daemon=True).start()
+        elif message.get("db") not in (None, self.database_env):
+            # A session with another RECALL_DATABASE_URL: answer, then make way for a worker started with it.
+            self.log.info("database_change")
+            threading.Thread(target=self.stop, daemon=True).start()
         if isinstance(output, str):  # PreCompact: plain-text instructions (router.on_pre_compact)
             stdout = output.encode("utf-8")
         else:
             stdout = json.dumps(output, ensure_ascii=False).encode("utf-8") if output else b""
         return protocol.ok_header(len(stdout)) + stdout
 
+    def keep_for_later(self, envelope: dict, exc: StorageUnavailable) -> dict:
+        """The database cannot be reached: the event waits in the spool (redacted, as the hooks spool it) and
+        lands, exactly once, when it is back. SessionStart tells the user why (once per session)."""
+        from ..shared.redact import clean_payload
+
+        spool.write(self.paths.spool, {**envelope, "payload": clean_payload(envelope["payload"])})
+        self.log.warning("storage_unavailable", hook=str(envelope["payload"].get("hook_event_name")), error=str(exc))
+        payload = envelope["payload"]
+        if payload.get("hook_event_name") == "SessionStart" and payload.get("source") != "compact":
+            return {"systemMessage": f"recall: {exc}. This session's events are kept on this machine and stored "
+                                     "when the database is back; nothing is recalled until then."}
+        return {}
+
     def search(self, message: dict) -> dict:
         self.refresh_config()
         self.ingest_spool()  # a search must see every captured event
+        place = message.get("place")
+        if isinstance(place, str) and place and message.get("project"):
+            self.recall.store.note_project_path(str(message["project"]), place)
         hits = self.recall.search(
             str(message.get("query", "")), limit=int(message.get("limit", 10)), project=message.get("project"),
         )
         return {"ok": True, "hits": [h.model_dump(mode="json") for h in hits]}
 
     def health(self) -> dict:
+        try:
+            pending, storage = self.recall.store.pending_embeddings(), "ok"
+        except StorageUnavailable as exc:
+            pending, storage = None, str(exc)
         return {
             "pid": os.getpid(), "version": __version__, "home": str(self.paths.home), "model": self.model_state,
-            "uptime": round(time.time() - self.started, 1), "pending": self.recall.store.pending_embeddings(),
-            "python": sys.executable,
+            "uptime": round(time.time() - self.started, 1), "pending": pending, "python": sys.executable,
+            "storage": storage,
         }
 
     def set_damaged_database_aside(self, exc: Exception) -> None:
@@ -205,7 +241,10 @@ class Worker:
     # --- spool ------------------------------------------------------------------------------------
 
     def ingest_spool(self) -> int:
-        done = self.recall.ingest_spool()
+        try:
+            done = self.recall.ingest_spool()
+        except StorageUnavailable:
+            return 0  # the events wait in the spool for the database
         if done:
             self.work_event.set()
         return done
@@ -224,45 +263,61 @@ class Worker:
             self.model_state = f"unavailable: {type(exc).__name__}: {exc}"
             self.log.error("model_failed", error=str(exc))
             return
+        self.recall.models.set_embedder(embedder)
+        self.model_state = "ready"
+        self.log.info("model_ready", model=embedder.name, dim=embedder.dim)
         background = open_store(self.paths, self.config)  # its own connection: never blocks requests
+        try:
+            while not self.stop_event.is_set():
+                try:
+                    self._prepare_vectors(background, embedder)
+                    break
+                except StorageUnavailable:
+                    self.stop_event.wait(STORAGE_RETRY_SECONDS)
+            self._embed_rounds(background, embedder)
+        except Exception as exc:
+            self.log.error("embed_failed", error=f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(limit=3))
+        finally:
+            background.close()
+
+    def _prepare_vectors(self, background, embedder) -> None:
         background.ensure_vector_index(embedder.name, embedder.dim)
         recent = background.recent_vectors_cache(self.config.tiers.warm_window_days + RECENT_VECTORS_MARGIN_DAYS,
                                                  embedder.dim)
         if recent is not None:
             self.recall.store.keep_recent_vectors(recent)
             self.log.info("recent_vectors_loaded", vectors=len(recent.row_of), mb=round(recent.nbytes() / 1e6, 1))
-        self.recall.models.set_embedder(embedder)
-        self.model_state = "ready"
-        self.log.info("model_ready", model=embedder.name, dim=embedder.dim)
+
+    def _embed_rounds(self, background, embedder) -> None:
         last_round = time.monotonic()
         last_prune = 0.0
-        try:
-            while not self.stop_event.is_set():
-                # Embed in the gaps between hooks: a burst of hooks (a turn's tool calls) should
-                # not share two cores with the model; a memory that is needed sooner is embedded
-                # on the spot by the search that wants it.
-                now = time.monotonic()
-                quiet = now - self.last_request
-                if quiet < EMBED_AFTER_QUIET_SECONDS and now - last_round < EMBED_AT_LEAST_EVERY_SECONDS:
-                    self.stop_event.wait(EMBED_AFTER_QUIET_SECONDS - quiet)
-                    continue
-                last_round = now
+        while not self.stop_event.is_set():
+            # Embed in the gaps between hooks: a burst of hooks (a turn's tool calls) should
+            # not share two cores with the model; a memory that is needed sooner is embedded
+            # on the spot by the search that wants it.
+            now = time.monotonic()
+            quiet = now - self.last_request
+            if quiet < EMBED_AFTER_QUIET_SECONDS and now - last_round < EMBED_AT_LEAST_EVERY_SECONDS:
+                self.stop_event.wait(EMBED_AFTER_QUIET_SECONDS - quiet)
+                continue
+            last_round = now
+            try:
                 done = jobs.embed_pending(background, embedder, max_batches=1)
                 if done:
                     background.sync_recent_vectors()
                 elif now - last_prune > PRUNE_EVERY_SECONDS:
                     last_prune = now
                     jobs.prune_trivial(background, time.time())
-                if not done:
-                    self.work_event.wait(timeout=5.0)
-                    self.work_event.clear()
-        except Exception as exc:
-            self.log.error("embed_failed", error=f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(limit=3))
-        finally:
-            background.close()
+            except StorageUnavailable:  # the shared database is away: try again later
+                self.stop_event.wait(STORAGE_RETRY_SECONDS)
+                continue
+            if not done:
+                self.work_event.wait(timeout=5.0)
+                self.work_event.clear()
 
     def watch(self) -> None:
-        """Exit when idle, when the data dir is gone, or when the socket is no longer ours."""
+        """Store what waits in the spool; exit when idle, when the data dir is gone, or when the socket is no
+        longer ours."""
         while not self.stop_event.wait(min(WATCH_INTERVAL, self.config.worker.idle_timeout_minutes * 6)):
             idle_limit = self.config.worker.idle_timeout_minutes * 60  # config.json may change it
             if not self.paths.home.is_dir():
@@ -276,7 +331,15 @@ class Worker:
                 except FileNotFoundError:
                     self.log.info("socket_gone")
                     break
-            busy = self.recall.store.pending_embeddings() > 0 and self.model_state == "ready"
+            if spool.pending(self.paths.spool):  # e.g. events kept while the shared database was away
+                try:
+                    self.ingest_spool()
+                except Exception as exc:  # the next hook tries again (and reports what fails)
+                    self.log.error("spool_ingest_failed", error=f"{type(exc).__name__}: {exc}")
+            try:
+                busy = self.recall.store.pending_embeddings() > 0 and self.model_state == "ready"
+            except StorageUnavailable:
+                busy = False  # nothing to embed while the database is away
             if not busy and time.monotonic() - self.last_request > idle_limit:
                 self.log.info("idle_exit", idle_seconds=round(time.monotonic() - self.last_request))
                 break

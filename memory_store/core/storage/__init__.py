@@ -10,6 +10,7 @@ Core code opens a store with `open_store` and never sees which one it got.
 
 from __future__ import annotations
 
+from ...shared.database_url import database_url
 from ...shared.paths import DataPaths
 from ..config import Config
 from .base import Recorded, Row, StorageUnavailable
@@ -17,7 +18,13 @@ from .store import Store
 
 
 def open_store(paths: DataPaths, config: Config) -> Store:
-    """The store the configuration names: the SQLite file of the data dir, unless a database URL is set."""
+    """The store the configuration names: the SQLite file of the data dir, unless a database URL is set
+    (RECALL_DATABASE_URL, else storage.url). A shared database is connected to on first use."""
+    url = database_url(config.storage.url)
+    if url:
+        from .postgres import PostgresStore
+
+        return PostgresStore(paths, config, url)
     from .sqlite import SqliteStore
 
     return SqliteStore(paths, config)

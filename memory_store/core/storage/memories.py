@@ -58,13 +58,15 @@ class Memories:
             cfg = self.config.context
             before = TURN_SEPARATOR.join(one_line(text, cfg.max_turn_chars)
                                          for _, text, _ in reversed(neighbours[: cfg.turns_before]))
+            if draft.visibility != "private":
+                before = ""  # a team memory is its text alone (sharing.py)
             memory_id = db.value(
                 "INSERT INTO memories(id, project, session_id, kind, text, created_at, importance, content_hash, meta, "
-                f"context_before, agent, trust, owner) VALUES ({self.NEW_MEMORY_ID}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                f"{self.OWNER}) RETURNING id",
+                f"context_before, agent, trust, visibility, owner) VALUES ({self.NEW_MEMORY_ID}, ?, ?, ?, ?, ?, ?, ?, "
+                f"?, ?, ?, ?, ?, {self.OWNER}) RETURNING id",
                 (draft.project, draft.session_id, draft.kind, draft.text, draft.created_at, draft.importance,
                  digest, json.dumps(draft.meta, ensure_ascii=False), before, draft.agent,
-                 trust_of(draft.kind, draft.agent)))
+                 trust_of(draft.kind, draft.agent), draft.visibility))
             created = True
             if draft.kind in CONVERSATION_KINDS:  # this turn is the "after" context of the turns before it
                 for previous_id, _, after in neighbours[: cfg.turns_after]:

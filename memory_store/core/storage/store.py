@@ -2,7 +2,7 @@
 shells through the API).
 
 What both backends do alike is written once in the concern mixins (memories.py, sessions.py,
-upkeep.py); what each does its own way is declared here and implemented in sqlite/ and postgres/.
+sharing.py, places.py, upkeep.py); what each does its own way is declared here and implemented in sqlite/ and postgres/.
 tests/test_storage_contract.py runs the same checks against both.
 """
 
@@ -11,11 +11,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 from .memories import Memories
+from .places import Places
 from .sessions import Sessions
+from .sharing import Sharing
 from .upkeep import Upkeep
 
 
-class Store(Memories, Sessions, Upkeep, ABC):
+class Store(Memories, Sessions, Sharing, Places, Upkeep, ABC):
     backend: str  # "sqlite" or "postgres"
     vector_error: str | None = None  # why vectors cannot be stored here (None: they can)
     DAMAGE: tuple = ()  # errors that mean the database itself is damaged (the worker then sets it aside)
@@ -40,10 +42,10 @@ class Store(Memories, Sessions, Upkeep, ABC):
         """The query terms a lexical match in `project` must hold one of (storage/term_frequency.py)."""
 
     @abstractmethod
-    def lexical_candidates(self, expression: str, n: int, project: str | None, since: float | None,
-                           until: float | None) -> dict[int, float]:
-        """memory id -> BM25 score (higher is better) of the n best matches of `expression`
-        (ranking.fts_expression) among live memories of `project` and the global ones."""
+    def lexical_candidates(self, terms: list[str], required: list[str] | None, n: int, project: str | None,
+                           since: float | None, until: float | None) -> dict[int, float]:
+        """memory id -> BM25 score (higher is better) of the n best matches among live memories of `project`
+        and the global ones: those holding any of `terms` (one of `required`, if given), scored by all."""
 
     @abstractmethod
     def indexed_texts(self, project: str) -> list[tuple[str, str, str]]:

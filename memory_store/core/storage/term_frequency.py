@@ -4,7 +4,7 @@ A word held by a large share of a project's memories ("deploy" in a deploy-heavy
 a week of upload work) matches thousands of rows, and FTS5 scores every one of them with BM25, although
 such a word barely moves a score (its IDF is near zero) and the dense search still reads the whole prompt.
 search.candidates therefore asks FTS5 for the memories holding one of the other words, scored by all of
-them (ranking.fts_expression). On the latency bench's store (7,300 memories) that cuts the lexical
+them (sqlite/search.py fts_expression). On the latency bench's store (7,300 memories) that cuts the lexical
 search from 3.4 to 2.3 ms a prompt, the asked-about memory still injected for 30 of 30 questions.
 
 This is a speed measure, so it applies from `MIN_MEMORIES` on, and a prompt whose words are all common

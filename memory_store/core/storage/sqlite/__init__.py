@@ -45,6 +45,7 @@ class SqliteStore(SqliteSearch, SqliteEmbeddings, SqliteHealth, Store):
         self.vectors = VectorIndex(conn) if self.vector_error is None else None
         self.recent_vectors = None
         self.term_frequencies = TermFrequencies()
+        self.paths_seen: set = set()
 
     def close(self) -> None:
         self.db.close()

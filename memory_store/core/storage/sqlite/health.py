@@ -16,6 +16,15 @@ class SqliteHealth:
         if ids and self.vectors and self.vectors.exists():
             self.vectors.delete(ids)
 
+    def _moved_to_project(self, ids: list[int], project: str) -> None:
+        """The vector table is partitioned by project: vectors follow their memories (storage/places.py)."""
+        if not (self.vectors and self.vectors.exists()):
+            return
+        rows = [(memory_id, project, created_at, self.vectors.get(memory_id))
+                for memory_id, created_at in self.db.all(f"SELECT id, created_at FROM memories WHERE id IN "
+                                                         f"({marks(ids)})", ids)]
+        self.vectors.add([row for row in rows if row[3] is not None])
+
     def _delete_receipts_of(self, ids: list[int]) -> None:
         """Receipts of injections that held a forgotten memory, or answered a forgotten prompt."""
         self.db.run(f"DELETE FROM injection_receipts WHERE prompt_memory_id IN ({marks(ids)}) OR EXISTS "

@@ -328,8 +328,27 @@ def m008_owner_and_visibility(conn: apsw.Connection) -> None:
     conn.execute("UPDATE memories SET owner = ?", (local_user(),))
 
 
+def m009_project_paths_and_sharing(conn: apsw.Connection) -> None:
+    """Where each project lives (a project is its repository's remote now, shared/projects.py: one
+    project, a path per clone and machine), and what a shared memory held privately before it was
+    shared (its context and meta stay its owner's; `recall unshare` puts them back)."""
+    conn.execute(
+        """
+        CREATE TABLE project_paths (
+            project TEXT NOT NULL, host TEXT NOT NULL, path TEXT NOT NULL,
+            first_seen REAL NOT NULL, last_seen REAL NOT NULL,
+            PRIMARY KEY (project, host, path)
+        ) WITHOUT ROWID;
+        CREATE TABLE private_parts (
+            memory_id INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
+            meta TEXT NOT NULL, context_before TEXT NOT NULL, context_after TEXT NOT NULL
+        );
+        """
+    )
+
+
 MIGRATIONS = [m001_initial, m002_forget_for_good, m003_vector_changes, m004_pins_and_receipts, m005_sources,
-              m006_pruned, m007_fts_merge_on_forget, m008_owner_and_visibility]
+              m006_pruned, m007_fts_merge_on_forget, m008_owner_and_visibility, m009_project_paths_and_sharing]
 
 
 def local_user() -> str:

@@ -8,10 +8,23 @@ from typing import TYPE_CHECKING
 import apsw
 
 from ....shared.projects import GLOBAL_PROJECT
-from ...ranking import fts_phrase
 
 if TYPE_CHECKING:
     from .recent_vectors import RecentVectors  # numpy: only the worker loads it
+
+
+def fts_phrase(term: str) -> str:
+    """One term as an FTS5 phrase: quoted, so no FTS syntax can leak through."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def fts_expression(terms: list[str], required: list[str] | None = None) -> str | None:
+    """FTS5 MATCH expression: the terms as phrases, OR-ed; with `required` (some of the terms), only
+    what holds one of those matches, and every term still counts in its BM25 score."""
+    either = " OR ".join(fts_phrase(t) for t in terms) or None
+    if either is None or not required or set(required) >= set(terms):
+        return either
+    return f"({' OR '.join(fts_phrase(t) for t in required)}) AND ({either})"
 
 
 class SqliteSearch:
@@ -40,10 +53,13 @@ class SqliteSearch:
                              "WHERE memories_fts MATCH ? AND memories.project IN (?, ?)",
                              (fts_phrase(term), project, GLOBAL_PROJECT), default=0)
 
-    def lexical_candidates(self, expression: str, n: int, project: str | None, since: float | None,
-                           until: float | None) -> dict[int, float]:
-        """memory id -> BM25 score (positive, higher is better) of the n best FTS5 matches of a MATCH
-        expression (ranking.fts_expression) among live memories."""
+    def lexical_candidates(self, terms: list[str], required: list[str] | None, n: int, project: str | None,
+                           since: float | None, until: float | None) -> dict[int, float]:
+        """memory id -> BM25 score (positive, higher is better) of the n best FTS5 matches among live
+        memories: those holding any of `terms` (one of `required`, if given), scored by all of them."""
+        expression = fts_expression(terms, required)
+        if expression is None:
+            return {}
         weights = ", ".join(str(float(w)) for w in self.config.ranking.fts_column_weights)
         # CROSS JOIN pins the FTS index as the outer loop: with a plain JOIN SQLite walked the
         # project's rows and probed the index once per row (400 ms instead of 3 ms at 10k memories).

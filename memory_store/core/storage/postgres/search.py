@@ -1,0 +1,219 @@
+"""Candidates for a query from PostgreSQL: full-text search scored as BM25, pgvector for the meaning.
+
+PostgreSQL ranks text with ts_rank, which knows nothing of how rare a word is; recall's fusion was
+tuned on FTS5's BM25. So the GIN index finds the matches and the score is FTS5's BM25 computed in
+the same statement: per query word its IDF (from how many memories hold it), its count in each
+column weighted like FTS5's (text 1, the turns before 0.5, after 0.25), and the memory's length.
+
+Vectors: a search inside a time window (the warm tier) or a small project reads the filtered rows
+exactly (filter first, then rank); a long all-time search of a big project uses the HNSW index,
+which with a filter returns too few rows unless it keeps scanning (`hnsw.iterative_scan`, set per
+connection). Every vector search is unprepared (connection.py): its plan must follow its filter.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from ....shared.projects import GLOBAL_PROJECT
+from ..base import marks
+
+K1, B = 1.2, 0.75  # BM25's constants, FTS5's values
+EXACT_SEARCH_MAX = 20_000  # a project with at most this many memories is searched without the HNSW index
+STATS_TTL_SECONDS = 300.0  # how long the table's size and mean length are reused
+COMMON_COUNT = 200  # how many memories hold a word before its count is worth keeping a while
+MAX_LEXICAL_MATCHES = 20_000  # matches scored per query at most (the selective-terms rule keeps it far lower)
+
+
+def tsquery_literal(lexeme: str) -> str:
+    """A lexeme as a tsquery operand: quoted, so no syntax leaks through."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def phrase(lexemes: list[tuple[str, int]]) -> str:
+    """(lexeme, position) of one query word, as a tsquery phrase (what phraseto_tsquery builds)."""
+    ordered = sorted(lexemes, key=lambda item: item[1])
+    parts = [tsquery_literal(ordered[0][0])]
+    for (lexeme, position), (_, before) in zip(ordered[1:], ordered):
+        parts.append(f"<{position - before}> {tsquery_literal(lexeme)}" if position - before != 1 else
+                     f"<-> {tsquery_literal(lexeme)}")
+    return parts[0] if len(parts) == 1 else "(" + " ".join(parts) + ")"
+
+
+class PgSearch:
+    # --- words ----------------------------------------------------------------------------------
+
+    def _word_lexemes(self, terms: list[str]) -> dict[str, list[tuple[str, int]]]:
+        """term -> its (lexeme, position) under the english configuration (stopwords have none)."""
+        rows = self.db.all("SELECT t.term, u.lexeme, u.positions[1] FROM unnest(?::text[]) AS t(term), "
+                           "unnest(to_tsvector('english', plain(t.term))) AS u", (list(terms),))
+        found: dict[str, list[tuple[str, int]]] = {}
+        for term, lexeme, position in rows:
+            found.setdefault(term, []).append((lexeme, position))
+        return found
+
+    def selective_terms(self, terms: list[str], project: str | None) -> list[str]:
+        """The query terms a lexical match in `project` must hold one of (storage/term_frequency.py)."""
+        return self.term_frequencies.selective(self._count_holding, terms, self.config.ranking.common_term_share,
+                                               project)
+
+    def _count_holding(self, project: str | None, term: str | None) -> int:
+        where, args = [], []
+        if project is not None:
+            where.append("project IN (?, ?)")
+            args += [project, GLOBAL_PROJECT]
+        if term is not None:
+            where.append("fts @@ phraseto_tsquery('english', plain(?))")
+            args.append(term)
+        return self.db.value("SELECT count(*) FROM memories" + (" WHERE " + " AND ".join(where) if where else ""),
+                             args, default=0)
+
+    def _table_stats(self) -> tuple[float, float]:
+        """(memories, mean length in words) of what this role can read, kept STATS_TTL_SECONDS. A big table
+        is estimated: the planner's row count and a sample's mean length."""
+        cached = self._stats_cache.get("table")
+        now = time.monotonic()
+        if cached and now - cached[0] < STATS_TTL_SECONDS:
+            return cached[1]
+        estimate = self.db.value("SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass", default=-1)
+        if estimate is None or estimate < 50_000:
+            total, mean = self.db.one("SELECT count(*), avg(doc_len) FROM memories")
+        else:
+            percent = min(100.0, 100.0 * 5_000 / estimate)
+            total = estimate
+            mean = self.db.value(f"SELECT avg(doc_len) FROM memories TABLESAMPLE SYSTEM ({percent:.4f})")
+        stats = (float(total or 0), float(mean or 1.0) or 1.0)
+        self._stats_cache["table"] = (now, stats)
+        return stats
+
+    def _holding(self, lexemes: list[str]) -> dict[str, int]:
+        """lexeme -> how many memories hold it; common lexemes' counts are kept STATS_TTL_SECONDS (a rare
+        one is quick to count again, and may be one memory's secret)."""
+        now = time.monotonic()
+        counts, missing = {}, []
+        for lexeme in lexemes:
+            cached = self._stats_cache.get(("df", lexeme))
+            if cached and now - cached[0] < STATS_TTL_SECONDS:
+                counts[lexeme] = cached[1]
+            else:
+                missing.append(lexeme)
+        if missing:
+            rows = self.db.all("SELECT l, (SELECT count(*) FROM memories WHERE fts @@ l::tsquery) "
+                               "FROM unnest(?::text[]) AS l", ([tsquery_literal(x) for x in missing],))
+            for lexeme, (_, count) in zip(missing, rows):
+                counts[lexeme] = count
+                if count >= COMMON_COUNT:
+                    self._stats_cache[("df", lexeme)] = (now, count)
+        return counts
+
+    def lexical_candidates(self, terms: list[str], required: list[str] | None, n: int, project: str | None,
+                           since: float | None, until: float | None) -> dict[int, float]:
+        """memory id -> BM25 of the n best full-text matches among live memories (see the module's doc)."""
+        by_term = self._word_lexemes(terms)
+        if not by_term:
+            return {}
+        match = " | ".join(phrase(by_term[t]) for t in terms if t in by_term)
+        needed = [phrase(by_term[t]) for t in (required or []) if t in by_term]
+        if needed and set(required) < set(terms):
+            match = f"({' | '.join(needed)}) & ({match})"
+        lexemes = sorted({lexeme for found in by_term.values() for lexeme, _ in found})
+        total, mean_length = self._table_stats()
+        holding = self._holding(lexemes)
+        # FTS5's IDF: log((N - n + 0.5) / (n + 0.5)), at least a millionth.
+        idf = [max(1e-6, math.log((max(total, holding[x]) - holding[x] + 0.5) / (holding[x] + 0.5))) for x in lexemes]
+        a, b, c = (float(w) for w in self.config.ranking.fts_column_weights)
+        where, args = ["m.fts @@ ?::tsquery", "m.superseded_by IS NULL"], [match]
+        if project is not None:
+            where.append("m.project IN (?, ?)")
+            args += [project, GLOBAL_PROJECT]
+        if since is not None:
+            where.append("m.created_at >= ?")
+            args.append(since)
+        if until is not None:
+            where.append("m.created_at <= ?")
+            args.append(until)
+        sql = (
+            "WITH w(lexeme, idf) AS (SELECT * FROM unnest(?::text[], ?::float8[])), "
+            f"c AS (SELECT m.id, m.fts, m.doc_len FROM memories m WHERE {' AND '.join(where)} LIMIT ?) "
+            f"SELECT c.id, sum(w.idf * x.tf * {K1 + 1} / (x.tf + {K1} * ({1 - B} + {B} * c.doc_len / ?))) "
+            "FROM c CROSS JOIN LATERAL (SELECT u.lexeme, sum(CASE k WHEN 'A' THEN ?::float8 WHEN 'B' THEN ?::float8 "
+            "WHEN 'C' THEN ?::float8 ELSE 0 END) AS tf FROM unnest(c.fts) u CROSS JOIN LATERAL unnest(u.weights) k "
+            "WHERE u.lexeme = ANY(?::text[]) GROUP BY u.lexeme) x JOIN w ON w.lexeme = x.lexeme "
+            "GROUP BY c.id ORDER BY 2 DESC, c.id DESC LIMIT ?")
+        rows = self.db.all(sql, [lexemes, idf, *args, MAX_LEXICAL_MATCHES, mean_length, a, b, c, lexemes, n])
+        return {memory_id: float(score) for memory_id, score in rows}
+
+    def indexed_texts(self, project: str) -> list[tuple[str, str, str]]:
+        return self.db.all("SELECT text, context_before, context_after FROM memories WHERE project = ? "
+                           "AND superseded_by IS NULL", (project,))
+
+    # --- meaning --------------------------------------------------------------------------------
+
+    def _project_size(self, project: str) -> int:
+        cached = self._stats_cache.get(("size", project))
+        now = time.monotonic()
+        if cached and now - cached[0] < STATS_TTL_SECONDS:
+            return cached[1]
+        size = self.db.value("SELECT count(*) FROM memories WHERE project IN (?, ?)", (project, GLOBAL_PROJECT),
+                             default=0)
+        self._stats_cache[("size", project)] = (now, size)
+        return size
+
+    def _vector_search(self, vector: bytes, n: int, project: str | None, since: float | None, until: float | None,
+                       kinds: tuple[str, ...] | None = None, live: bool = True) -> dict[int, float]:
+        import numpy as np
+
+        model = self.team()[0]
+        if not model:
+            return {}
+        where, args = ["embedding IS NOT NULL", "embedding_model = ?"], [model]
+        if live:
+            where.append("superseded_by IS NULL")
+        if project is not None:
+            where.append("project IN (?, ?)")
+            args += [project, GLOBAL_PROJECT]
+        if since is not None:
+            where.append("created_at >= ?")
+            args.append(since)
+        if until is not None:
+            where.append("created_at <= ?")
+            args.append(until)
+        if kinds:
+            where.append(f"kind IN ({marks(kinds)})")
+            args += list(kinds)
+        exact = project is not None and (since is not None or self._project_size(project) <= EXACT_SEARCH_MAX)
+        # `+ 0` keeps the planner off the HNSW index: an exact scan of what the filter leaves.
+        distance = "(embedding <=> ?) + 0" if exact else "embedding <=> ?"
+        query = np.frombuffer(vector, dtype=np.float32)
+        rows = self.db.all(f"SELECT id, {distance} FROM memories WHERE {' AND '.join(where)} "
+                           f"ORDER BY {distance} LIMIT ?", [query, *args, query, int(n)])
+        return {memory_id: 1.0 - float(d) for memory_id, d in sorted(rows, key=lambda r: r[1])[:n]}
+
+    def nearest(self, vector: bytes, n: int, project: str | None, since: float | None,
+                until: float | None) -> dict[int, float]:
+        return self._vector_search(vector, n, project, since, until)
+
+    def nearest_each(self, vectors: list[bytes], n: int, project: str | None, since: float | None,
+                     until: float | None, kinds: tuple[str, ...] | None = None) -> list[dict[int, float]]:
+        return [self._vector_search(v, n, project, since, until, kinds) for v in vectors]
+
+    def similar_earlier(self, vector: bytes, n: int, project: str, since: float, until: float) -> dict[int, float]:
+        return self._vector_search(vector, n, project, since, until, live=False)
+
+    def vector_of(self, memory_id: int) -> bytes | None:
+        return self.vectors_of([memory_id]).get(memory_id)
+
+    def vectors_of(self, memory_ids) -> dict[int, bytes]:
+        import numpy as np
+
+        ids = list(memory_ids)
+        model = self.team()[0] if ids else None
+        if not model:
+            return {}
+        # vector_send: pgvector's binary form (2-byte dimension, 2 unused, big-endian float32s), cheaper to
+        # read than the text form of 384 numbers.
+        rows = self.db.all(f"SELECT id, vector_send(embedding) FROM memories WHERE id IN ({marks(ids)}) "
+                           "AND embedding IS NOT NULL AND embedding_model = ?", [*ids, model])
+        return {memory_id: np.frombuffer(bytes(raw)[4:], dtype=">f4").astype(np.float32).tobytes()
+                for memory_id, raw in rows}

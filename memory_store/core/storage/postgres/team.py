@@ -1,0 +1,80 @@
+"""Setting up a shared database for a team: `recall team init` and `recall team add-user NAME`.
+
+Both run with an administrator's URL (a role that may create extensions and roles). A member is a
+login role in the group `recall_member`: no superuser, no BYPASSRLS, so row-level security holds for
+it everywhere, psql included. Its password is generated here and shown once; the server receives only
+its SCRAM verifier (computed by libpq on this side), so the password is in no server log either.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from urllib.parse import quote, urlencode
+
+from ....shared.database_url import masked
+from ..base import StorageUnavailable
+from . import schema
+from .connection import connect, first_line
+
+ROLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,62}$")
+
+
+def init_team(url: str, model: str, dim: int) -> dict:
+    """Create or upgrade recall's schema at `url` (see schema.init); idempotent."""
+    conn = connect(url, statement_timeout_ms=None)
+    try:
+        return schema.init(conn, model, dim)
+    except Exception as exc:
+        if type(exc).__module__.startswith("psycopg"):
+            raise StorageUnavailable(f"cannot set up recall at {masked(url)}: {first_line(exc)}") from None
+        raise
+    finally:
+        conn.close()
+
+
+def add_member(url: str, name: str) -> str:
+    """Create the login role `name` in the member group; returns its connection URL (with the password,
+    shown once), with the same host, port, database and connection parameters as `url`."""
+    if not ROLE_NAME.match(name) or name.lower().startswith("pg_"):
+        raise ValueError(f"{name!r} is not a role name recall creates: letters, digits, _ . - (not starting with "
+                         "a digit or pg_), at most 63 characters")
+    from psycopg import sql
+    from psycopg.conninfo import conninfo_to_dict
+
+    password = secrets.token_urlsafe(24)
+    conn = connect(url, statement_timeout_ms=None)
+    try:
+        if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (name,)).fetchone():
+            raise ValueError(f"a role named {name} exists already: choose another name")
+        if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (schema.MEMBER_ROLE,)).fetchone() is None:
+            raise ValueError(f"there is no {schema.MEMBER_ROLE} role at {masked(url)}: run `recall team init` first")
+        verifier = conn.pgconn.encrypt_password(password.encode(), name.encode(), b"scram-sha-256").decode()
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {} IN ROLE {} NOSUPERUSER NOCREATEDB NOCREATEROLE "
+                             "NOREPLICATION NOBYPASSRLS").format(
+            sql.Identifier(name), sql.Literal(verifier), sql.Identifier(schema.MEMBER_ROLE)))
+    except Exception as exc:
+        if type(exc).__module__.startswith("psycopg"):
+            raise StorageUnavailable(f"cannot add {name} at {masked(url)}: {first_line(exc)}") from None
+        raise
+    finally:
+        conn.close()
+    return member_url(conninfo_to_dict(url), name, password)
+
+
+def member_url(params: dict, user: str, password: str) -> str:
+    """A postgresql:// URL for `user` with the other connection parameters of `params` (libpq's)."""
+    params = {k: str(v) for k, v in params.items() if k not in ("user", "password", "passfile") and v is not None}
+    host, port, database = params.pop("host", ""), params.pop("port", ""), params.pop("dbname", "")
+    netloc = quote(user, safe="") + ":" + quote(password, safe="") + "@"
+    if host and "," not in host and not host.startswith("/"):
+        netloc += f"[{host}]" if ":" in host else host
+        if port and "," not in port:
+            netloc += f":{port}"
+    else:  # a Unix socket directory, or several hosts: libpq reads them from the query
+        if host:
+            params["host"] = host
+        if port:
+            params["port"] = port
+    query = urlencode(sorted(params.items()), safe="/,:")
+    return f"postgresql://{netloc}/{quote(database, safe='')}" + (f"?{query}" if query else "")

@@ -1,0 +1,5 @@
+"""`python -m memory_store.shells.cli`: what bin/recall and the plugin's .mcp.json run."""
+
+from . import main
+
+main()

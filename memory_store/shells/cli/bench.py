@@ -1,0 +1,115 @@
+"""`recall bench`: retrieval quality, hook latency, size and memory over time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from .app import JsonOption, bench_app, emit_json
+
+
+@bench_app.command("locomo")
+def bench_locomo(
+    file: Annotated[Path, typer.Argument(help="LoCoMo JSON (e.g. locomo-dev.json).", exists=True)],
+    methods: Annotated[str, typer.Option(help="Comma-separated: fts, dense, hybrid (the default ranking), rrf, "
+                                              "bm25 (rank-bm25 in memory, for comparison).")] = "fts,dense,hybrid",
+    conversations: Annotated[Optional[str], typer.Option(help="Comma-separated sample ids (default: all).")] = None,
+    workdir: Annotated[Optional[Path], typer.Option(help="Keep the generated transcripts and store here "
+                                                          "(and reuse them on the next run).")] = None,
+    settings: Annotated[Optional[str], typer.Option("--config", help="JSON overrides of the config, e.g. "
+                                                    "'{\"ranking\": {\"dense_weight\": 0.4}}'.")] = None,
+    injection: Annotated[bool, typer.Option("--injection/--no-injection", help="Also measure injections.")] = True,
+    json_output: JsonOption = False,
+):
+    """Retrieval quality on LoCoMo: recall@5, recall@10 and MRR per method and question category."""
+    from pydantic import ValidationError
+
+    from ...core.config import Config
+    from ...devtools.bench.locomo import format_report, run_locomo
+
+    try:
+        config = Config.model_validate(json.loads(settings)) if settings else None
+    except (ValueError, ValidationError) as exc:
+        first = str(exc).splitlines()[0] if not isinstance(exc, ValidationError) else \
+            "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
+        raise typer.BadParameter(f"not a valid recall config: {first}", param_hint="--config") from None
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+        valid = isinstance(data, list) and all(isinstance(s, dict) and "conversation" in s and "qa" in s for s in data)
+    except (OSError, UnicodeDecodeError, ValueError):
+        valid = False
+    if not valid:
+        raise typer.BadParameter(f"{file} is not a LoCoMo file (a JSON list of samples with "
+                                 "'conversation' and 'qa')", param_hint="FILE")
+    report = run_locomo(file, methods=[m.strip() for m in methods.split(",") if m.strip()],
+                        conversations=conversations.split(",") if conversations else None, workdir=workdir,
+                        echo=lambda message: typer.echo(message, err=True), config=config, injection=injection)
+    if json_output:
+        emit_json(report)
+    else:
+        typer.echo(format_report(report))
+
+
+@bench_app.command("latency")
+def bench_latency(
+    memories: Annotated[str, typer.Option(help="Comma-separated store sizes to measure.")] = "10000,100000",
+    runs: Annotated[int, typer.Option(min=5)] = 60,
+    import_entries: Annotated[int, typer.Option(help="Also time `recall import` of this many transcript "
+                                                     "entries with embeddings (0: skip).")] = 10_000,
+    json_output: JsonOption = False,
+):
+    """Wall time per hook event as Claude Code runs them (a fresh process per call) beside bare Python."""
+    from ...devtools.bench.latency import format_latency, run_latency
+
+    try:
+        sizes = [int(n) for n in memories.split(",")]
+    except ValueError:
+        raise typer.BadParameter(f"{memories!r} is not a list of store sizes (e.g. 10000,100000)",
+                                 param_hint="--memories") from None
+    if any(n <= 0 for n in sizes):
+        raise typer.BadParameter("store sizes must be positive", param_hint="--memories")
+    report = run_latency(sizes, runs=runs,
+                         echo=lambda message: typer.echo(message, err=True), import_entries=import_entries)
+    if json_output:
+        emit_json(report)
+    else:
+        typer.echo(format_latency(report))
+
+
+@bench_app.command("size")
+def bench_size(
+    memories: Annotated[str, typer.Option(help="Comma-separated store sizes.")] = "10000,100000,1000000",
+    seconds: Annotated[int, typer.Option(min=60, help="Time limit: sizes that would not fit are skipped.")] = 1800,
+    json_output: JsonOption = False,
+):
+    """Database bytes per memory and search time as the store grows (time-limited)."""
+    from ...devtools.bench.size import format_size, run_size
+
+    try:
+        sizes = [int(n) for n in memories.split(",")]
+    except ValueError:
+        raise typer.BadParameter(f"{memories!r} is not a list of store sizes", param_hint="--memories") from None
+    report = run_size(sizes, seconds, echo=lambda message: typer.echo(message, err=True))
+    if json_output:
+        emit_json(report)
+    else:
+        typer.echo(format_size(report))
+
+
+@bench_app.command("soak")
+def bench_soak(
+    hooks: Annotated[int, typer.Option(min=100, help="How many hook events to send.")] = 10_000,
+    json_output: JsonOption = False,
+):
+    """The worker's memory over many hooks (it should stay flat)."""
+    from ...devtools.bench.soak import format_soak, run_soak
+
+    report = run_soak(hooks, echo=lambda message: typer.echo(message, err=True))
+    if json_output:
+        emit_json(report)
+    else:
+        typer.echo(format_soak(report))
+

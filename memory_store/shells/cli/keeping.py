@@ -1,0 +1,236 @@
+"""Commands that steer what is kept: remember, pin, forget, purge, pause, resume, share, unshare."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ...shared.paths import DataPaths
+from .app import (
+    HomeOption,
+    JsonOption,
+    ProjectOption,
+    app,
+    confirm_or_stop,
+    emit_json,
+    memories_by_project,
+    open_home,
+    parse_duration,
+    parse_ids,
+    parse_when,
+    plural,
+    resolve_project,
+)
+
+
+@app.command()
+def forget(
+    ids: Annotated[Optional[list[str]], typer.Argument(help="Memory ids (12 or #12).", show_default=False)] = None,
+    project: ProjectOption = None,
+    all_projects: Annotated[bool, typer.Option("--all-projects", help="Look in every project.")] = False,
+    session: Annotated[Optional[str], typer.Option("--session", help="Every memory of this session.")] = None,
+    before: Annotated[Optional[str], typer.Option("--before", help="Memories older than this date (2026-03-01) "
+                                                  "or age (30d).")] = None,
+    match: Annotated[Optional[str], typer.Option("--match", help="Memories whose text contains this "
+                                                 "(case-insensitive); also removed from logs.")] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before deleting several memories.")] = False,
+    home: HomeOption = None,
+    json_output: JsonOption = False,
+):
+    """Delete memories for good: their text leaves the database, its index, the neighbours' context, the
+    spool and the logs. Limited to the current project unless --project or --all-projects.
+    Examples: recall forget 12 · recall forget --match CorrectHorse42 · recall forget --before 90d --yes"""
+    if project and all_projects:
+        raise typer.BadParameter("use either --project or --all-projects")
+    if not (ids or session or before or match or project):
+        raise typer.BadParameter("say what to forget: ids, --session, --before, --match or --project")
+    if match is not None and not match.strip():
+        raise typer.BadParameter("--match needs some text", param_hint="--match")
+    wanted = parse_ids(ids or [])
+    scope = resolve_project(project, all_projects)
+    with open_home(home) as recall:
+        selected = recall.select(ids=wanted or None, project=scope, session_id=session,
+                                 before=parse_when(before) if before else None, match=match)
+        missing = sorted(set(wanted) - {m.id for m in selected})
+        if len(selected) > 1:
+            confirm_or_stop(f"Forget {memories_by_project(selected)}?", yes)
+        gone = recall.forget([m.id for m in selected], also=[match] if match else [])
+    if json_output:
+        emit_json({"forgotten": [m.id for m in gone], "projects": sorted({m.project for m in gone}),
+                   "not_found": missing})
+    elif gone:
+        typer.echo(f"forgot {memories_by_project(gone)}")
+    elif not missing:
+        typer.echo("No memory matches" + (f" in {scope}." if scope else "."))
+    if missing:
+        where = f" in {scope} (other projects: --all-projects)" if scope else ""
+        typer.echo(f"not found{where}: {', '.join(f'#{i}' for i in missing)}", err=True)
+        raise typer.Exit(1)
+
+
+@app.command()
+def purge(
+    everything: Annotated[bool, typer.Option("--all", help="Required: every memory of every project.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    home: HomeOption = None,
+    json_output: JsonOption = False,
+):
+    """Delete every memory of every project, the spool and the logs. Example: recall purge --all --yes"""
+    if not everything:
+        raise typer.BadParameter("purge deletes every memory of every project: say so with --all")
+    with open_home(home, ingest=False) as recall:
+        confirm_or_stop(f"Delete all {plural(recall.store.counts()['memories'], 'memory', 'memories')} "
+                        f"of every project in {recall.paths.home}?", yes)
+        report = recall.purge()
+    if json_output:
+        emit_json(report)
+        return
+    typer.echo(f"purged {plural(report['memories'], 'memory', 'memories')}"
+               + (f" ({', '.join(f'{n} in {p}' for p, n in sorted(report['projects'].items()))})"
+                  if report["projects"] else "")
+               + f", {plural(report['spool_files'], 'spooled event')} and {plural(report['log_files'], 'log file')}")
+
+
+@app.command()
+def remember(
+    text: Annotated[str, typer.Argument(help="What to keep, in your words.")],
+    global_scope: Annotated[bool, typer.Option("--global", help="Keep it for every project (a standing "
+                                               "preference that follows you).")] = False,
+    team: Annotated[bool, typer.Option("--team", help="Share it with everyone on the shared database (after a "
+                                       "secret scan).")] = False,
+    project: ProjectOption = None,
+    home: HomeOption = None,
+    json_output: JsonOption = False,
+):
+    """Keep a note for later sessions. Examples: recall remember --global "I use uv, never pip install into
+    the system Python" · recall remember --team "Releases are cut on Tuesdays, never on Fridays" """
+    with open_home(home, ingest=False) as recall:
+        try:
+            memory = recall.remember(text, resolve_project(project, False), scope="global" if global_scope
+                                     else "project", team=team)
+        except ValueError as exc:
+            typer.echo(f"recall: {exc}", err=True)
+            raise typer.Exit(1) from None
+    if json_output:
+        emit_json(memory.model_dump(mode="json"))
+        return
+    typer.echo(f"remembered #{memory.id} for " + ("every project" if global_scope else memory.project)
+               + (", shared with the team" if memory.visibility == "team" else ""))
+
+
+@app.command()
+def share(
+    ids: Annotated[list[str], typer.Argument(help="Memory ids (12 or #12).")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask (needed without a terminal).")] = False,
+    home: HomeOption = None,
+    json_output: JsonOption = False,
+):
+    """Share your memories with everyone on the shared database: their text alone (the turns around them
+    and their details stay yours), after a fresh secret scan. Shows exactly what will be shared and asks
+    first. Example: recall share 12 15"""
+    wanted = parse_ids(ids)
+    with open_home(home, ingest=False) as recall:
+        ready, refused = recall.share_check(wanted)
+        for memory_id, why in refused.items():
+            typer.echo(f"#{memory_id} is not shared: {why}", err=True)
+        if not ready:
+            raise typer.Exit(1)
+        if not json_output:
+            typer.echo(f"This text will be shared with everyone on {recall.store.location()}:")
+            for memory in ready:
+                typer.echo(f"  #{memory.id} ({memory.kind}, {memory.project}): {memory.text}")
+            if recall.store.backend == "sqlite":
+                typer.echo("(this store is the local SQLite file: others see team memories once you share a "
+                           "PostgreSQL; see the README)")
+        confirm_or_stop(f"Share {plural(len(ready), 'memory', 'memories')}?", yes, declined="Nothing shared.")
+        shared = recall.share([m.id for m in ready])
+    if json_output:
+        emit_json({"shared": shared, "refused": {str(k): v for k, v in refused.items()}})
+    else:
+        typer.echo("shared " + ", ".join(f"#{i}" for i in shared))
+    if refused:
+        raise typer.Exit(1)
+
+
+@app.command()
+def unshare(
+    ids: Annotated[list[str], typer.Argument(help="Memory ids (12 or #12).")],
+    home: HomeOption = None,
+    json_output: JsonOption = False,
+):
+    """Take shared memories back: private to you again, with what they held before. Example: recall unshare 12"""
+    wanted = parse_ids(ids)
+    with open_home(home, ingest=False) as recall:
+        done = recall.unshare(wanted)
+    missing = [i for i in wanted if i not in done]
+    if json_output:
+        emit_json({"unshared": done, "not_changed": missing})
+    elif done:
+        typer.echo("private again: " + ", ".join(f"#{i}" for i in done))
+    if missing:
+        typer.echo("not changed (not a shared memory of yours): " + ", ".join(f"#{i}" for i in missing), err=True)
+        raise typer.Exit(1)
+
+
+def _set_pins(ids: list[str], home: Optional[Path], pinned: bool) -> None:
+    wanted = parse_ids(ids)
+    with open_home(home, ingest=False) as recall:
+        found = recall.pin(wanted, pinned)
+    missing = sorted(set(wanted) - set(found))
+    if found:
+        typer.echo(("pinned " if pinned else "unpinned ") + ", ".join(f"#{i}" for i in found))
+    if missing:
+        typer.echo("not found: " + ", ".join(f"#{i}" for i in missing), err=True)
+        raise typer.Exit(1)
+
+
+@app.command()
+def pin(ids: Annotated[list[str], typer.Argument(help="Memory ids (12 or #12).")], home: HomeOption = None):
+    """Pin memories: always a candidate for injection, first among equals."""
+    _set_pins(ids, home, True)
+
+
+@app.command()
+def unpin(ids: Annotated[list[str], typer.Argument(help="Memory ids (12 or #12).")], home: HomeOption = None):
+    """Unpin memories."""
+    _set_pins(ids, home, False)
+
+
+@app.command()
+def pause(
+    project: ProjectOption = None,
+    all_projects: Annotated[bool, typer.Option("--all", help="Pause every project.")] = False,
+    duration: Annotated[Optional[str], typer.Option("--for", help="For how long (30m, 2h, 1d); default: until "
+                                                    "`recall resume`.")] = None,
+    home: HomeOption = None,
+):
+    """Stop capturing and injecting, for a project or everything, for a while or until `recall resume`.
+    (RECALL_DISABLE=1 in the environment does the same for one process tree.)"""
+    from ...shared import pause as pausing
+
+    until = time.time() + parse_duration(duration) if duration else None
+    scope = None if all_projects else resolve_project(project, False)
+    pausing.pause(str(DataPaths(home).home), scope, until)
+    when = f"until {time.strftime('%Y-%m-%d %H:%M', time.localtime(until))}" if until else "until `recall resume`"
+    typer.echo(f"paused {'every project' if scope is None else scope} {when}")
+
+
+@app.command()
+def resume(
+    project: ProjectOption = None,
+    all_projects: Annotated[bool, typer.Option("--all", help="Resume everything.")] = False,
+    home: HomeOption = None,
+):
+    """Capture and inject again after `recall pause`."""
+    from ...shared import pause as pausing
+
+    scope = None if all_projects else resolve_project(project, False)
+    left = pausing.resume(str(DataPaths(home).home), scope)
+    typer.echo(f"resumed {'every project' if scope is None else scope}")
+    if left and (left["all"] is not False or left["projects"]):
+        still = ["every project"] if left["all"] is not False else sorted(left["projects"])
+        typer.echo("still paused: " + ", ".join(still) + " (recall resume --all resumes everything)")
+

@@ -1,0 +1,219 @@
+"""Commands that look after the installation: import, doctor, reindex, demo, ui, mcp, worker."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ...shared import worker_client
+from ...shared.paths import DataPaths
+from ...shared.projects import project_for
+from .app import (
+    HomeOption,
+    JsonOption,
+    PluginDataOption,
+    app,
+    emit_json,
+    open_home,
+    plural,
+    worker_app,
+)
+
+
+@app.command("import")
+def import_command(
+    paths: Annotated[list[Path], typer.Argument(help="Transcript files or directories (e.g. ~/.claude/projects).")],
+    embed: Annotated[bool, typer.Option("--embed/--no-embed", help="Embed the new memories now.")] = True,
+    home: HomeOption = None,
+    json_output: JsonOption = False,
+):
+    """Import Claude Code transcripts (idempotent). Example: recall import ~/.claude/projects"""
+    from ...core.transcripts import find_transcripts
+
+    missing = [p for p in paths if not p.expanduser().exists()]
+    for path in missing:
+        typer.echo(f"recall: {path}: no such file or directory", err=True)
+    files = find_transcripts([p for p in paths if p not in missing])
+    if not files:
+        if not missing:
+            typer.echo(f"recall: no transcript (.jsonl) files in {', '.join(map(str, paths))}", err=True)
+        raise typer.Exit(1)
+    with open_home(home) as recall:
+        with typer.progressbar(length=len(files), label="Importing transcripts", file=sys.stderr) as bar:
+            report = recall.import_transcripts(paths, progress=lambda _path: bar.update(1))
+        embedded = 0
+        pending = recall.store.pending_embeddings() if embed else 0
+        if pending:
+            with typer.progressbar(length=pending, label="Embedding", file=sys.stderr) as bar:
+                embedded = recall.embed_backlog(progress=bar.update)
+            if recall.models.embedder_error:
+                typer.echo(f"embeddings skipped: {recall.models.embedder_error}", err=True)
+    result = {"files": report.files, "unchanged_files": report.skipped_files, "entries": report.entries,
+              "events": report.events, "new_memories": report.new_memories, "duplicates": report.duplicates,
+              "embedded": embedded, "errors": report.errors[:20], "error_count": len(report.errors),
+              "failed_files": report.failed + [f"{p}: no such file or directory" for p in missing]}
+    failed = result["failed_files"]
+    if json_output:
+        emit_json(result)
+    else:
+        typer.echo(f"{plural(report.files, 'file')} imported ({report.skipped_files} unchanged), "
+                   f"{plural(report.entries, 'entry', 'entries')}, {plural(report.new_memories, 'new memory', 'new memories')}, "
+                   f"{plural(report.duplicates, 'duplicate')} merged, {embedded} embedded.")
+        for problem in report.failed:
+            typer.echo(f"  not imported: {problem}", err=True)
+        shown = report.errors[:5]
+        for error in shown:
+            typer.echo(f"  skipped line: {error}", err=True)
+        if len(report.errors) > len(shown):
+            typer.echo(f"  … and {len(report.errors) - len(shown)} more skipped lines "
+                       f"({len(report.errors)} in all; --json lists 20)", err=True)
+    if failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def doctor(
+    repair: Annotated[bool, typer.Option("--repair", help="Rebuild derived indexes.")] = False,
+    home: HomeOption = None,
+    json_output: JsonOption = False,
+):
+    """Check the installation and the store; --repair rebuilds derived indexes."""
+    with open_home(home, ingest=repair) as recall:
+        repaired = recall.repair() if repair else []
+        results = recall.diagnose()
+    if json_output:
+        emit_json({"ok": all(c.ok for c in results), "checks": [c.as_dict() for c in results],
+                   "repaired": repaired})
+    else:
+        for line in repaired:
+            typer.echo(f"repaired: {line}")
+        for check in results:
+            typer.echo(f"{'ok ' if check.ok else 'BAD'}  {check.name:<16} {check.detail}")
+            if not check.ok and check.hint:
+                typer.echo(f"     {'':<16} → {check.hint}")
+    if not all(c.ok for c in results):
+        raise typer.Exit(1)
+
+
+@app.command()
+def reindex(home: HomeOption = None, json_output: JsonOption = False):
+    """Re-embed every memory with the configured model (after changing it)."""
+    with open_home(home) as recall:
+        embedder = recall.models.embedder
+        if embedder is None:
+            typer.echo(f"cannot reindex: {recall.models.embedder_error or recall.store.vector_error}", err=True)
+            raise typer.Exit(1)
+        total = recall.store.counts()["memories"]
+        with typer.progressbar(length=total, label=f"Embedding with {embedder.name}", file=sys.stderr) as bar:
+            done = recall.reindex(progress=bar.update)
+    if json_output:
+        emit_json({"embedded": done, "model": embedder.name})
+    else:
+        typer.echo(f"{done} memories embedded with {embedder.name}")
+
+
+@app.command()
+def demo(
+    keep: Annotated[bool, typer.Option("--keep", help="Keep the temporary data dir.")] = False,
+    json_output: JsonOption = False,
+):
+    """Replay a recorded session through the real hooks into a temporary store and show what
+    was captured, what gets injected and what /recall:log-search finds."""
+    from ...devtools.demo import run_demo
+
+    result = run_demo(keep=keep, echo=None if json_output else typer.echo)
+    if json_output:
+        emit_json(result)
+    if not result["ok"]:
+        raise typer.Exit(1)
+
+
+@app.command()
+def ui(
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port on 127.0.0.1 (0: any free one).")] = 0,
+    no_browser: Annotated[bool, typer.Option("--no-browser", help="Print the address, do not open a browser.")] = False,
+    home: HomeOption = None,
+):
+    """A local web viewer: projects, search with filters, a memory and its timeline, injections and their
+    reasons, pin / unpin / forget. 127.0.0.1 only, behind a random token in the address."""
+    from ..viewer import make_server
+
+    recall = open_home(home)
+    try:
+        server, url = make_server(recall, port)
+    except OSError as exc:
+        recall.close()
+        typer.echo(f"recall: cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"recall ui: {url}\n(Ctrl-C stops it)")
+    if not no_browser:
+        import webbrowser
+
+        webbrowser.open(url)
+    try:
+        server.serve_forever(poll_interval=0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+        recall.close()
+
+
+@app.command()
+def mcp(
+    home: HomeOption = None,
+    plugin_data: PluginDataOption = None,
+    project: Annotated[Optional[str], typer.Option("--project", help="Default project (default: the current "
+                                                   "directory's project).")] = None,
+):
+    """Run recall's MCP server on stdio (Claude Code starts it from the plugin's .mcp.json)."""
+    if plugin_data and not plugin_data.startswith("${") and not os.environ.get("CLAUDE_PLUGIN_DATA"):
+        os.environ["CLAUDE_PLUGIN_DATA"] = plugin_data
+    from ..mcp_server import serve
+
+    serve(str(home) if home else None, project_for(project) if project else None)
+
+
+@worker_app.command("status")
+def worker_status(home: HomeOption = None, json_output: JsonOption = False):
+    """Is a worker running for this data dir?"""
+    health = worker_client.health(DataPaths(home), timeout=2.0)
+    if json_output:
+        emit_json(health or {"ok": False, "error": "no worker answers"})
+    elif health:
+        typer.echo(f"running: pid {health['pid']}, version {health['version']}, model {health['model']}, "
+                   f"{health['pending']} waiting for embeddings, up {health['uptime']} s")
+    else:
+        typer.echo("not running")
+
+
+@worker_app.command("stop")
+def worker_stop(home: HomeOption = None):
+    """Stop the worker (hooks start a new one when needed)."""
+    typer.echo("stopped" if worker_client.stop_worker(DataPaths(home)) else "no worker was running")
+
+
+@worker_app.command("start")
+def worker_start(home: HomeOption = None):
+    """Start the worker in the background (it stops by itself when idle)."""
+    from ...hook.spawn import start_worker
+    from ...shared.logs import JsonLog
+
+    paths = DataPaths(home)
+    before = worker_client.health(paths)
+    if before:
+        typer.echo(f"already running: pid {before.get('pid')}, data dir {paths.home}")
+        return
+    what, _ = start_worker(paths, JsonLog(paths.log_file, "cli"))
+    deadline, health = time.monotonic() + 15, None
+    while health is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+        health = worker_client.health(paths)
+    typer.echo(f"worker started for {paths.home} (pid {health.get('pid')})" if health
+               else f"worker: {what}; not answering yet (see {paths.log_file})")
+
