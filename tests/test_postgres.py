@@ -214,7 +214,8 @@ def test_a_server_that_goes_away_costs_no_hook_and_loses_no_event(tmp_path, monk
         init_team(server.url(database=database))
         role, url = server.create_member(database, "erin")
         password = url.split(":")[2].split("@")[0]
-        monkeypatch.setenv("RECALL_DATABASE_URL", url)  # for `recall doctor` below
+        monkeypatch.setenv("RECALL_DATABASE_URL", url)  # for `recall doctor` below, run in the clone
+        monkeypatch.chdir(repo)
         env = {**os.environ, "RECALL_HOME": str(home), "RECALL_PYTHON": sys.executable, "RECALL_DATABASE_URL": url}
         hooks = HookRunner(ROOT, env)
 

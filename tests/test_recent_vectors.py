@@ -1,5 +1,6 @@
-"""The worker's RAM copy of recent vectors (core/recent_vectors.py) answers like sqlite-vec and follows
-what any process writes: new vectors, forgotten memories, a rebuilt index."""
+"""The worker's RAM copy of recent vectors (core/storage/recent_vectors.py) answers like the backend's own
+index (sqlite-vec, pgvector) and follows what any process writes: new vectors, forgotten memories, a rebuilt
+index. Every test runs on both backends."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import time
 
 from memory_store import open_recall
 from memory_store.core.records import MemoryDraft
-from memory_store.core.storage.sqlite.recent_vectors import RecentVectors
+from memory_store.core.storage.recent_vectors import RecentVectors
 
 DAY = 86400.0
 TEXTS = [
@@ -29,7 +30,7 @@ def fill(recall, project: str, texts, at: float) -> list[int]:
     return ids
 
 
-def test_nearest_matches_sqlite_vec_and_follows_other_processes(home):
+def test_nearest_matches_the_index_and_follows_other_processes(backend, home):
     now = time.time()
     writer = open_recall(home)
     ids = fill(writer, "/p/a", TEXTS, now - 2 * DAY)
@@ -40,14 +41,14 @@ def test_nearest_matches_sqlite_vec_and_follows_other_processes(home):
     embedder = reader.models.load_embedder()
     recent = RecentVectors(8, embedder.dim)
     reader.store.keep_recent_vectors(recent)
-    assert old[0] not in recent.row_of  # older than the window: sqlite-vec answers for it
+    assert old[0] not in recent.row_of  # older than the window: the index answers for it
     query = embedder.embed_query("why does deploying to staging time out?")
     since = now - 7 * DAY
     in_ram = reader.store.nearest(query, 3, "/p/a", since, None)
-    on_disk = reader.store.vectors.nearest(query, 3, "/p/a", since, None)
+    on_disk = reader.store._index_nearest([query], 3, "/p/a", since, None)[0]
     assert set(in_ram) == set(on_disk) and ids[0] in in_ram
     assert all(abs(in_ram[i] - on_disk[i]) < 1e-4 for i in in_ram)
-    assert reader.store.vector_of(ids[0]) == reader.store.vectors.get(ids[0])
+    assert reader.store.vector_of(ids[0]) == reader.store._index_vectors([ids[0]])[ids[0]]
 
     # Another process adds and forgets: the reader sees both (a sync reads the change log).
     added = fill(writer, "/p/a", ["staging deploys now wait 60 seconds before timing out"], now - 60)
@@ -67,7 +68,7 @@ def test_nearest_matches_sqlite_vec_and_follows_other_processes(home):
     writer.close()
 
 
-def test_nearest_each_is_nearest_per_vector(home):
+def test_nearest_each_is_nearest_per_vector(backend, home):
     now = time.time()
     recall = open_recall(home)
     fill(recall, "/p/a", TEXTS, now - DAY)
@@ -81,9 +82,9 @@ def test_nearest_each_is_nearest_per_vector(home):
     recall.close()
 
 
-def test_all_time_searches_use_ram_until_an_older_vector_exists(home):
+def test_all_time_searches_use_ram_until_an_older_vector_exists(backend, home):
     """A young store (nothing older than the window) answers all-time searches from RAM too; an import of
-    old transcripts sends them back to sqlite-vec, which sees the old memory."""
+    old transcripts sends them back to the index, which sees the old memory."""
     now = time.time()
     writer = open_recall(home)
     ids = fill(writer, "/p/a", TEXTS, now - DAY)
@@ -103,7 +104,7 @@ def test_all_time_searches_use_ram_until_an_older_vector_exists(home):
     writer.close()
 
 
-def test_nearest_each_of_some_kinds(home):
+def test_nearest_each_of_some_kinds(backend, home):
     now = time.time()
     recall = open_recall(home)
     prompts = fill(recall, "/p/a", TEXTS[:3], now - DAY)

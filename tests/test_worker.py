@@ -11,7 +11,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from conftest import ROOT, load_payload, wait_for, worker_health, stored
-from memory_store import open_recall
 from memory_store.shared import protocol as transport
 from memory_store.shared.paths import DataPaths
 

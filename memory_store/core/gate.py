@@ -30,7 +30,7 @@ from .records import Memory
 from .stages import stage
 from .storage import Row, Store
 from .timeparse import DAY
-from .turns import Episode, episode
+from .turns import Episode, episode, read_ahead
 from .embed import dot
 
 
@@ -87,8 +87,13 @@ def evidence(signals: dict, cfg) -> float:
 def judge(store: Store, models, prompt: str, project: str, session_id: str | None, now: float | None = None,
           exclude_ids=frozenset()) -> Decision:
     """What the gate decides for `prompt` in `project` (read-only: nothing is stored or counted)."""
+    with store.request_scope():
+        return _judge(store, models, prompt, project, session_id, time.time() if now is None else now, exclude_ids)
+
+
+def _judge(store: Store, models, prompt: str, project: str, session_id: str | None, now: float,
+           exclude_ids) -> Decision:
     cfg: Config = store.config
-    now = time.time() if now is None else now
     with stage("intent"):
         intent = intents.classify(prompt)
     decision = Decision(prompt, intent)
@@ -122,6 +127,7 @@ def _weigh(store: Store, decision: Decision, found, ranked, exclude_ids) -> None
     terms = ranking.answer_terms(found.query)
     seen_episodes: list[set[int]] = []
     seen_spans: list[tuple[str, float, float]] = []  # (session, first, last moment) of each judged episode
+    read_ahead(store, [row.memory() for _, row in ranked[: cfg.gate.candidates]])
     for score, row in ranked:
         if len(decision.candidates) >= cfg.gate.candidates:
             break
@@ -176,13 +182,13 @@ def _episode_similarity(store: Store, candidate: Candidate, found) -> tuple[floa
         return None, candidate.memory
     best, best_memory = None, candidate.memory
     members = [candidate.memory] + [m for t in candidate.episode.turns for m in (t.prompt, t.answer) if m is not None]
+    stored = store.vectors_of([m.id for m in members if m.id not in found.dense])
     for memory in members:
         similarity = found.dense.get(memory.id)
         if similarity is None:
-            stored = store.vector_of(memory.id)
-            if stored is None:
+            if memory.id not in stored:
                 continue
-            similarity = dot(stored, found.vector)
+            similarity = dot(stored[memory.id], found.vector)
         if best is None or similarity > best:
             best, best_memory = similarity, memory
     return best, best_memory

@@ -46,6 +46,11 @@ def brief(store: Store, project: str, now: float, *, exclude_session: str | None
     """The SessionStart brief: of the recent interactions in the hot window, the `hot_size` with the most
     substance (decisions, fixes, errors and their resolution, values; a question still waiting for its
     answer is an open thread), oldest first, each shown by what it settled."""
+    with store.request_scope():
+        return _brief(store, project, now, exclude_session)
+
+
+def _brief(store: Store, project: str, now: float, exclude_session: str | None) -> list[inject.Item]:
     cfg = store.config
     pool = list(hot_tier(store, project, now, exclude_session=exclude_session, size=cfg.tiers.hot_size * 3))
     ranked = sorted(pool, key=lambda m: -sentences.substance(m))[: cfg.tiers.hot_size]

@@ -153,8 +153,14 @@ def is_follow_up(prompt: str, related: float | None = None) -> bool:
 def _related(store: Store, prompt: Memory | None, answer: Memory | None) -> float | None:
     if prompt is None or answer is None:
         return None
-    a, b = store.vector_of(prompt.id), store.vector_of(answer.id)
+    vectors = store.vectors_of([prompt.id, answer.id])
+    a, b = vectors.get(prompt.id), vectors.get(answer.id)
     return None if a is None or b is None else dot(a, b)
+
+
+def read_ahead(store: Store, memories: list[Memory]) -> None:
+    """Read the conversations of these memories at once (their episodes are about to be built)."""
+    store.conversations([m for m in memories if m.session_id], TURN_ROWS_BEFORE, TURN_ROWS_AFTER, SESSION_SPAN)
 
 
 def session_turns(store: Store, memory: Memory) -> list[Turn]:
@@ -189,10 +195,17 @@ def episode(store: Store, memory: Memory) -> Episode:
         return Episode(memory, [], 0, [memory])
     extras = [] if memory.kind in ("prompt", "exchange") else [memory]
     first, last = index, index
-    if index > 0 and is_follow_up(turns[index].question,
-                                  _related(store, turns[index].prompt, turns[index - 1].answer)):
+    if index > 0 and _continues(store, turns[index], turns[index - 1]):
         first = index - 1
-    if index + 1 < len(turns) and is_follow_up(turns[index + 1].question,
-                                               _related(store, turns[index + 1].prompt, turns[index].answer)):
+    if index + 1 < len(turns) and _continues(store, turns[index + 1], turns[index]):
         last = index + 1
     return Episode(memory, turns[first:last + 1], index - first, extras)
+
+
+def _continues(store: Store, turn: Turn, before: Turn) -> bool:
+    """Is `turn` a follow-up of the turn before it? (Its meaning is compared only for a short prompt: the
+    vectors are read only when they can decide.)"""
+    words = turn.question.split()
+    if not words or len(words) > FOLLOW_UP_WORDS:
+        return False
+    return is_follow_up(turn.question, _related(store, turn.prompt, before.answer))

@@ -142,16 +142,17 @@ def _newer_statements(store, candidate, decision, found):
     """(memory, similarity to the question) of memories of the same project created after the
     candidate's episode, close to it in meaning and still about the question."""
     since = candidate.episode.created_at
-    own = [v for v in (store.vector_of(i) for i in candidate.episode.ids()) if v is not None]
+    own = list(store.vectors_of(candidate.episode.ids()).values())
     if not own:
         return
     pool = [c.memory.id for c in decision.candidates if c.memory.created_at.timestamp() > since]
     for neighbours in store.nearest_each(own, NEIGHBOURS, candidate.memory.project, since + 1e-6, None,
                                          kinds=STATEMENT_KINDS):
         pool.extend(neighbours)
-    close = []  # (memory id, similarity to the question): the vectors are in RAM, the rows are read once
+    close = []  # (memory id, similarity to the question): the vectors are read at once, the rows once
+    vectors = store.vectors_of(pool)
     for memory_id in dict.fromkeys(pool):
-        vector = store.vector_of(memory_id)
+        vector = vectors.get(memory_id)
         if vector is None:
             continue
         similarity = dot(vector, found.vector)

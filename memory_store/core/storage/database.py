@@ -25,6 +25,14 @@ class Dialect:
     # the start of those keys, for ON CONFLICT targets.
     owner_key: str
 
+    def in_list(self, column: str, values) -> tuple[str, list]:
+        """`column IN (...)` with its arguments: one array argument on a server (binding hundreds of
+        parameters one by one costs it more than the query)."""
+        values = list(values)
+        if self.name == "sqlite":
+            return f"{column} IN ({','.join('?' * len(values))})", values
+        return f"{column} = ANY(?)", [values]
+
     def json_text(self, column: str, key: str) -> str:
         """A top-level text field of a JSON column (meta)."""
         if self.name == "sqlite":

@@ -21,6 +21,10 @@ class Memories:
     NEW_MEMORY_ID = "NULL"  # SQL for a new memory's id (the backend's)
     OWNER = "''"  # SQL for the owner of what this connection writes (the backend's)
     MINE = "1 = 1"  # SQL condition: the row is this connection's own (always, in a file of one user)
+    ROW_VECTOR = None  # SQL of a row's vector where it lives in the memories row (read along with turns)
+
+    def _keep_vectors(self, raw: dict) -> None:
+        """Vectors read along with rows (ROW_VECTOR), for the rest of the request."""
 
     # --- capture --------------------------------------------------------------------------------
 
@@ -103,14 +107,18 @@ class Memories:
 
     # --- reading --------------------------------------------------------------------------------
 
-    def _rows(self, sql: str, args=()) -> list[Row]:
+    def _rows(self, sql: str, args=(), skip: int = 0):
+        """Row objects of a SELECT of MEMORY_COLUMNS; with `skip`, (the first `skip` columns, Row) pairs."""
+        if skip:
+            return [(r[0] if skip == 1 else r[:skip], Row(*r[skip:])) for r in self.db.all(sql, args)]
         return [Row(*r) for r in self.db.all(sql, args)]
 
     def get(self, ids: list[int]) -> list[Memory]:
         """These memories, in the order asked (missing ones left out)."""
         if not ids:
             return []
-        rows = self._rows(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({marks(ids)})", list(ids))
+        where, args = self.db.dialect.in_list("id", ids)
+        rows = self._rows(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where}", args)
         by_id = {r.id: r for r in rows}
         return [by_id[i].memory() for i in ids if i in by_id]
 
@@ -123,8 +131,8 @@ class Memories:
         ids = list(ids)
         if not ids:
             return []
-        return self._rows(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({marks(ids)}) "
-                          "AND superseded_by IS NULL", ids)
+        where, args = self.db.dialect.in_list("id", ids)
+        return self._rows(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} AND superseded_by IS NULL", args)
 
     def turn_prompt(self, session_id: str, prompt_id: str | None) -> Memory | None:
         """The prompt memory that opened the current turn of a session (for the Stop summary)."""
@@ -178,15 +186,48 @@ class Memories:
         """The prompts and answers of a memory's session next to it, in order (turns are rebuilt from
         these): up to `before` of them before it and `after` from it on (itself included), within
         `span` seconds of it."""
-        at = memory.created_at.timestamp()
-        common = (f"SELECT {MEMORY_COLUMNS} FROM memories WHERE session_id = ? AND project = ? "
-                  f"AND kind IN ({marks(CONVERSATION_KINDS)}) AND created_at BETWEEN ? AND ? ")
-        args = (memory.session_id, memory.project, *CONVERSATION_KINDS, at - span, at + span, at, at, memory.id)
-        earlier = self._rows(common + "AND (created_at < ? OR (created_at = ? AND id < ?)) "
-                             "ORDER BY created_at DESC, id DESC LIMIT ?", (*args, before))
-        later = self._rows(common + "AND (created_at > ? OR (created_at = ? AND id >= ?)) "
-                           "ORDER BY created_at, id LIMIT ?", (*args, after))
-        return [r.memory() for r in reversed(earlier)] + [r.memory() for r in later]
+        return self.conversations([memory], before, after, span)[memory.id]
+
+    def conversations(self, memories: list[Memory], before: int, after: int,
+                      span: float) -> dict[int, list[Memory]]:
+        """`conversation` of each of these memories, read in one statement (a server is a round trip away;
+        the gate reads a dozen at once). Kept for the rest of a request (Store.request_scope), with each
+        turn's vector where it lives in the row: whether a short prompt follows up the turn before it is
+        decided by meaning (turns.py)."""
+        cache = self._request_cache("conversation")
+        found: dict[int, list[Memory]] = {}
+        wanted: dict[int, Memory] = {}
+        for memory in memories:
+            if cache is not None and (memory.id, before, after, span) in cache:
+                found[memory.id] = cache[(memory.id, before, after, span)]
+            else:
+                wanted.setdefault(memory.id, memory)
+        wanted = list(wanted.values())
+        if not wanted:
+            return found
+        with_vectors = bool(self.ROW_VECTOR) and cache is not None
+        common = (f"SELECT {self.ROW_VECTOR if with_vectors else 'NULL'} AS vector, {MEMORY_COLUMNS} FROM memories "
+                  f"WHERE session_id = ? AND project = ? AND kind IN ({marks(CONVERSATION_KINDS)}) "
+                  "AND created_at BETWEEN ? AND ? ")
+        parts, args = [], []
+        for n, memory in enumerate(wanted):
+            at = memory.created_at.timestamp()
+            where = (memory.session_id, memory.project, *CONVERSATION_KINDS, at - span, at + span, at, at, memory.id)
+            parts.append(f"SELECT * FROM (SELECT {n} AS n, 0 AS side, * FROM ({common}AND (created_at < ? OR "
+                         "(created_at = ? AND id < ?)) ORDER BY created_at DESC, id DESC LIMIT ?) AS e) AS e" + str(n))
+            parts.append(f"SELECT * FROM (SELECT {n} AS n, 1 AS side, * FROM ({common}AND (created_at > ? OR "
+                         "(created_at = ? AND id >= ?)) ORDER BY created_at, id LIMIT ?) AS l) AS l" + str(n))
+            args += [*where, before, *where, after]
+        rows = self._rows(" UNION ALL ".join(parts), args, skip=3)
+        if with_vectors:
+            self._keep_vectors({r.id: raw for (_, _, raw), r in rows})
+        for n, memory in enumerate(wanted):
+            mine = sorted(((side, r) for (k, side, _), r in rows if k == n), key=lambda e: (e[1].created_at, e[1].id))
+            found[memory.id] = [r.memory() for side, r in mine if side == 0] + [r.memory() for side, r in mine
+                                                                                if side == 1]
+            if cache is not None:
+                cache[(memory.id, before, after, span)] = found[memory.id]
+        return found
 
     def select_memories(self, *, ids: list[int] | None = None, project: str | None = None,
                         session_id: str | None = None, before: float | None = None,

@@ -2,22 +2,25 @@
 shells through the API).
 
 What both backends do alike is written once in the concern mixins (memories.py, sessions.py,
-sharing.py, places.py, upkeep.py); what each does its own way is declared here and implemented in sqlite/ and postgres/.
+sharing.py, places.py, upkeep.py, ram.py); what each does its own way is declared here and implemented in sqlite/ and postgres/.
 tests/test_storage_contract.py runs the same checks against both.
 """
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 
 from .memories import Memories
 from .places import Places
+from .ram import RamVectors
 from .sessions import Sessions
 from .sharing import Sharing
 from .upkeep import Upkeep
 
 
-class Store(Memories, Sessions, Sharing, Places, Upkeep, ABC):
+class Store(Memories, Sessions, Sharing, Places, Upkeep, RamVectors, ABC):
     backend: str  # "sqlite" or "postgres"
     vector_error: str | None = None  # why vectors cannot be stored here (None: they can)
     DAMAGE: tuple = ()  # errors that mean the database itself is damaged (the worker then sets it aside)
@@ -30,6 +33,28 @@ class Store(Memories, Sessions, Sharing, Places, Upkeep, ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+    # --- one request's reads ---------------------------------------------------------------------------
+
+    _scope = threading.local()  # per thread: the worker answers hooks on several threads at once
+
+    @contextmanager
+    def request_scope(self):
+        """Within it, a memory's conversation and vector are read from the database once: the gate asks for
+        the same ones many times while it weighs a prompt's candidates (a round trip each on a server).
+        Nothing is kept after the request."""
+        if getattr(self._scope, "cache", None) is not None:
+            yield
+            return
+        self._scope.cache = {}
+        try:
+            yield
+        finally:
+            self._scope.cache = None
+
+    def _request_cache(self, name: str) -> dict | None:
+        cache = getattr(self._scope, "cache", None)
+        return None if cache is None else cache.setdefault((id(self), name), {})
 
     def set_damaged_aside(self, error: str) -> str | None:
         """Move a damaged database out of the way (a new one starts); returns where it went, or None."""
@@ -62,36 +87,8 @@ class Store(Memories, Sessions, Sharing, Places, Upkeep, ABC):
         """Vectors of this embedder's model can be searched."""
 
     @abstractmethod
-    def nearest(self, vector: bytes, n: int, project: str | None, since: float | None,
-                until: float | None) -> dict[int, float]:
-        """memory id -> cosine similarity of the n nearest live vectors of `project` (and the global ones)."""
-
-    @abstractmethod
-    def nearest_each(self, vectors: list[bytes], n: int, project: str | None, since: float | None,
-                     until: float | None, kinds: tuple[str, ...] | None = None) -> list[dict[int, float]]:
-        """`nearest` for several vectors (of these kinds, where the backend can filter by kind)."""
-
-    @abstractmethod
     def similar_earlier(self, vector: bytes, n: int, project: str, since: float, until: float) -> dict[int, float]:
         """The n nearest vectors of a project created in [since, until], this transaction's writes included."""
-
-    @abstractmethod
-    def vector_of(self, memory_id: int) -> bytes | None:
-        """A memory's stored embedding (None: none yet)."""
-
-    @abstractmethod
-    def vectors_of(self, memory_ids) -> dict[int, bytes]:
-        """The stored embeddings of those of these memories that have one."""
-
-    def recent_vectors_cache(self, days: float, dim: int):
-        """A RAM copy of recent vectors for the worker to search, or None where the backend needs none."""
-        return None
-
-    def keep_recent_vectors(self, recent) -> None:
-        """Search through a RAM copy another store of this process made (recent_vectors_cache)."""
-
-    def sync_recent_vectors(self) -> None:
-        """Bring the RAM copy (if any) up to date after this process wrote vectors."""
 
     # --- embeddings ---------------------------------------------------------------------------------
 

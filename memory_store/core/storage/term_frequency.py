@@ -20,13 +20,14 @@ from typing import Callable
 
 MIN_MEMORIES = 2000  # below this the whole lexical search takes well under a millisecond
 COUNTS_TTL_SECONDS = 300.0
+KEEP_COUNTS_FROM = 50  # a word that many memories hold is nobody's secret; counting it on a server costs ms
 
 
 class TermFrequencies:
     """Per-process cache of how many memories a project holds and which words most of them hold.
 
-    Only common words are kept (a rare word's count is quick to take again): a word that a tenth of a
-    project holds is not one memory's secret, so nothing a user forgets lingers here; `clear` on forget."""
+    Only words many memories hold are kept (a rare word's count is quick to take again): such a word is not
+    one memory's secret, so nothing a user forgets lingers here; `clear` on forget."""
 
     def __init__(self, ttl: float = COUNTS_TTL_SECONDS):
         self.ttl = ttl
@@ -55,7 +56,7 @@ class TermFrequencies:
                 count = count_of(None, term)  # every project's: no join, and enough for a rare word
                 if count > limit and project is not None:
                     count = count_of(project, term)
-                if count > limit:
+                if count > limit or count >= KEEP_COUNTS_FROM:
                     self._remember(project, term, now, count)
             if count <= limit:
                 kept.append(term)

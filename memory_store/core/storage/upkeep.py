@@ -38,6 +38,8 @@ class Upkeep:
                             f"WHERE memory_id IN ({marks(ids)}) ON CONFLICT DO NOTHING", [time.time(), *ids])
                 self._forget_derived(ids)
                 self.db.run(f"DELETE FROM memories WHERE id IN ({marks(ids)})", ids)
+                if self.recent_vectors is not None:
+                    self.recent_vectors.drop(ids)
                 self._delete_receipts_of(ids)
                 self.term_frequencies.clear()
                 texts = [m.text for m in gone]

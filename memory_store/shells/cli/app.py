@@ -16,6 +16,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ...core.storage import StorageUnavailable
 from ...shared.paths import DataPaths
 from ...shared.projects import locate, project_for, repository_identity
 
@@ -50,11 +51,14 @@ def open_home(home: Optional[Path], *, ingest: bool = True):
     except Exception as exc:  # unreadable data dir, newer schema …
         typer.echo(f"recall: cannot open the store in {DataPaths(home).home}: {exc}", err=True)
         raise typer.Exit(1) from exc
-    project, root = locate(os.getcwd())
-    if repository_identity(root):  # a command run in a clone says where the project lives
-        recall.store.note_project_path(project, root)
-    if ingest:
-        recall.ingest_spool()
+    try:
+        project, root = locate(os.getcwd())
+        if repository_identity(root):  # a command run in a clone says where the project lives
+            recall.store.note_project_path(project, root)
+        if ingest:
+            recall.ingest_spool()
+    except StorageUnavailable:
+        pass  # a shared database that is away: `recall doctor` says why; other commands fail with the reason
     return recall
 
 

@@ -19,6 +19,7 @@ from ..term_frequency import TermFrequencies
 from . import schema
 from .connection import SCHEMA, PgDatabase, first_line
 from .embeddings import PgEmbeddings
+from .feed import PgVectorFeed
 from .health import PgHealth
 from .search import PgSearch
 
@@ -41,6 +42,7 @@ class PostgresStore(PgSearch, PgEmbeddings, PgHealth, Store):
         self.paths_seen: set = set()
         self._stats_cache: dict = {}
         self.db = PgDatabase(url, on_connect=self._ready)
+        self.feed = PgVectorFeed(self)  # what the worker's RAM copy of recent vectors follows
 
     def _ready(self, conn) -> None:
         """A new connection: the vector type known to the driver, the schema there and current."""

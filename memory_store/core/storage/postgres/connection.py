@@ -109,12 +109,19 @@ class PgDatabase(Database):
         self._failed(f"lost the database at {masked(self.url)}: {first_line(exc)}")
         return StorageUnavailable(self.last_error)
 
-    def _execute(self, sql: str, args=()):
+    def _execute(self, sql: str, args=(), *, native: bool = False):
         conn = self.conn
         try:
-            return conn.execute(self._sql(sql), tuple(args), prepare=False if _unprepared(sql) else None)
+            return conn.execute(sql if native else self._sql(sql), tuple(args),
+                                prepare=False if _unprepared(sql) else None)
         except _lost_connection() as exc:
             raise self._lost(exc) from None
+
+    def native(self, sql: str, args=()) -> list[tuple]:
+        """Rows of a statement written in psycopg's own placeholders (`%b`: a parameter sent in binary form,
+        which an array of vectors needs: its text form costs ~0.7 ms to write)."""
+        with self.lock:
+            return [tuple(r) for r in self._execute(sql, args, native=True).fetchall()]
 
     def many(self, sql: str, rows) -> None:
         rows = [tuple(r) for r in rows]

@@ -77,6 +77,27 @@ END $$;
 CREATE TRIGGER memories_index BEFORE INSERT OR UPDATE OF text, context_before, context_after
     ON {SCHEMA}.memories FOR EACH ROW EXECUTE FUNCTION {SCHEMA}.index_memory();
 
+-- Which memories' vectors changed (stored, dropped, shared, unshared, renamed, deleted), and by which
+-- transaction: what a worker's RAM copy of recent vectors follows (feed.py).
+CREATE TABLE {SCHEMA}.vector_changes (
+    seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    memory_id bigint NOT NULL,
+    xid xid8 NOT NULL DEFAULT pg_current_xact_id()
+);
+CREATE INDEX vector_changes_xid ON {SCHEMA}.vector_changes (xid);
+CREATE FUNCTION {SCHEMA}.log_vector_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO {SCHEMA}.vector_changes(memory_id) VALUES (CASE WHEN TG_OP = 'DELETE' THEN OLD.id ELSE NEW.id END);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER memories_vector_added AFTER INSERT ON {SCHEMA}.memories FOR EACH ROW
+    WHEN (NEW.embedding IS NOT NULL) EXECUTE FUNCTION {SCHEMA}.log_vector_change();
+CREATE TRIGGER memories_vector_changed AFTER UPDATE OF embedding, visibility, project ON {SCHEMA}.memories
+    FOR EACH ROW WHEN (OLD.embedding IS DISTINCT FROM NEW.embedding OR OLD.visibility IS DISTINCT FROM NEW.visibility
+                       OR OLD.project IS DISTINCT FROM NEW.project) EXECUTE FUNCTION {SCHEMA}.log_vector_change();
+CREATE TRIGGER memories_vector_removed AFTER DELETE ON {SCHEMA}.memories FOR EACH ROW
+    WHEN (OLD.embedding IS NOT NULL) EXECUTE FUNCTION {SCHEMA}.log_vector_change();
+
 CREATE TABLE {SCHEMA}.events (
     owner text NOT NULL DEFAULT current_user,
     event_id text NOT NULL,

@@ -41,7 +41,17 @@ def phrase(lexemes: list[tuple[str, int]]) -> str:
     return parts[0] if len(parts) == 1 else "(" + " ".join(parts) + ")"
 
 
+def from_vector_send(raw) -> bytes:
+    """pgvector's binary form (2-byte dimension, 2 unused bytes, big-endian float32s) as recall's vector bytes
+    (native float32s). Reading this is far cheaper than the text form of 384 numbers."""
+    import numpy as np
+
+    return np.frombuffer(bytes(raw)[4:], dtype=">f4").astype(np.float32).tobytes()
+
+
 class PgSearch:
+    ROW_VECTOR = "vector_send(embedding)"  # a row's vector, read along with it (Memories.conversation)
+
     # --- words ----------------------------------------------------------------------------------
 
     def _word_lexemes(self, terms: list[str]) -> dict[str, list[tuple[str, int]]]:
@@ -160,13 +170,15 @@ class PgSearch:
         self._stats_cache[("size", project)] = (now, size)
         return size
 
-    def _vector_search(self, vector: bytes, n: int, project: str | None, since: float | None, until: float | None,
-                       kinds: tuple[str, ...] | None = None, live: bool = True) -> dict[int, float]:
+    def _vector_search(self, vectors: list[bytes], n: int, project: str | None, since: float | None,
+                       until: float | None, kinds: tuple[str, ...] | None = None,
+                       live: bool = True) -> list[dict[int, float]]:
+        """For each query vector, memory id -> cosine similarity of its n nearest (one statement for all)."""
         import numpy as np
 
         model = self.team()[0]
-        if not model:
-            return {}
+        if not model or not vectors:
+            return [{} for _ in vectors]
         where, args = ["embedding IS NOT NULL", "embedding_model = ?"], [model]
         if live:
             where.append("superseded_by IS NULL")
@@ -184,36 +196,53 @@ class PgSearch:
             args += list(kinds)
         exact = project is not None and (since is not None or self._project_size(project) <= EXACT_SEARCH_MAX)
         # `+ 0` keeps the planner off the HNSW index: an exact scan of what the filter leaves.
-        distance = "(embedding <=> ?) + 0" if exact else "embedding <=> ?"
-        query = np.frombuffer(vector, dtype=np.float32)
-        rows = self.db.all(f"SELECT id, {distance} FROM memories WHERE {' AND '.join(where)} "
-                           f"ORDER BY {distance} LIMIT ?", [query, *args, query, int(n)])
-        return {memory_id: 1.0 - float(d) for memory_id, d in sorted(rows, key=lambda r: r[1])[:n]}
-
-    def nearest(self, vector: bytes, n: int, project: str | None, since: float | None,
-                until: float | None) -> dict[int, float]:
-        return self._vector_search(vector, n, project, since, until)
-
-    def nearest_each(self, vectors: list[bytes], n: int, project: str | None, since: float | None,
-                     until: float | None, kinds: tuple[str, ...] | None = None) -> list[dict[int, float]]:
-        return [self._vector_search(v, n, project, since, until, kinds) for v in vectors]
+        distance = "(embedding <=> q.v) + 0" if exact else "embedding <=> q.v"
+        queries = [np.frombuffer(v, dtype=np.float32) for v in vectors]
+        sql = (f"SELECT q.i, m.id, m.d FROM unnest(%b::vector[]) WITH ORDINALITY AS q(v, i) "
+               f"CROSS JOIN LATERAL (SELECT id, {distance} AS d FROM memories WHERE {' AND '.join(where)} "
+               f"ORDER BY {distance} LIMIT %s) AS m").replace("?", "%s")
+        rows = self.db.native(sql, [queries, *args, int(n)])
+        found: list[dict[int, float]] = [{} for _ in vectors]
+        for i, memory_id, d in sorted(rows, key=lambda r: r[2]):
+            if len(found[i - 1]) < n:
+                found[i - 1][memory_id] = 1.0 - float(d)
+        return found
 
     def similar_earlier(self, vector: bytes, n: int, project: str, since: float, until: float) -> dict[int, float]:
-        return self._vector_search(vector, n, project, since, until, live=False)
+        return self._vector_search([vector], n, project, since, until, live=False)[0]
 
-    def vector_of(self, memory_id: int) -> bytes | None:
-        return self.vectors_of([memory_id]).get(memory_id)
+    # --- storage/ram.py's server side ---------------------------------------------------------------
 
-    def vectors_of(self, memory_ids) -> dict[int, bytes]:
-        import numpy as np
+    def _vector_feed(self):
+        return self.feed
 
-        ids = list(memory_ids)
+    def _index_nearest(self, vectors: list[bytes], n: int, project: str | None, since: float | None,
+                       until: float | None, kinds: tuple[str, ...] | None = None) -> list[dict[int, float]]:
+        return self._vector_search(vectors, n, project, since, until, kinds)
+
+    def _index_vectors(self, ids: list[int]) -> dict[int, bytes]:
+        """(read once per request: Store.request_scope)"""
+        cache = self._request_cache("vectors")
+        if cache is None:
+            return self._fetch_vectors(ids)
+        found = {i: cache[i] for i in ids if cache.get(i) is not None}
+        missing = [i for i in ids if i not in cache]
+        if missing:
+            fetched = self._fetch_vectors(missing)
+            cache.update({i: fetched.get(i) for i in missing})
+            found.update(fetched)
+        return found
+
+    def _fetch_vectors(self, ids: list[int]) -> dict[int, bytes]:
         model = self.team()[0] if ids else None
         if not model:
             return {}
-        # vector_send: pgvector's binary form (2-byte dimension, 2 unused, big-endian float32s), cheaper to
-        # read than the text form of 384 numbers.
-        rows = self.db.all(f"SELECT id, vector_send(embedding) FROM memories WHERE id IN ({marks(ids)}) "
-                           "AND embedding IS NOT NULL AND embedding_model = ?", [*ids, model])
-        return {memory_id: np.frombuffer(bytes(raw)[4:], dtype=">f4").astype(np.float32).tobytes()
-                for memory_id, raw in rows}
+        rows = self.db.all(f"SELECT id, {self.ROW_VECTOR} FROM memories WHERE id = ANY(?) "
+                           "AND embedding IS NOT NULL AND embedding_model = ?", [list(ids), model])
+        return {memory_id: from_vector_send(raw) for memory_id, raw in rows}
+
+    def _keep_vectors(self, raw: dict) -> None:
+        cache = self._request_cache("vectors")
+        if cache is not None:
+            for memory_id, value in raw.items():
+                cache.setdefault(memory_id, from_vector_send(value) if value is not None else None)

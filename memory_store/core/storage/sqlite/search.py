@@ -1,16 +1,11 @@
-"""Candidates for a query from SQLite: FTS5 BM25 for the words, sqlite-vec (or the worker's RAM copy of
-recent vectors) for the meaning."""
+"""Candidates for a query from SQLite: FTS5 BM25 for the words, sqlite-vec for the meaning (behind the
+worker's RAM copy of recent vectors, storage/ram.py)."""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import apsw
 
 from ....shared.projects import GLOBAL_PROJECT
-
-if TYPE_CHECKING:
-    from .recent_vectors import RecentVectors  # numpy: only the worker loads it
 
 
 def fts_phrase(term: str) -> str:
@@ -28,8 +23,6 @@ def fts_expression(terms: list[str], required: list[str] | None = None) -> str |
 
 
 class SqliteSearch:
-    recent_vectors: "RecentVectors | None" = None  # set by keep_recent_vectors
-
     # --- words ----------------------------------------------------------------------------------
 
     def selective_terms(self, terms: list[str], project: str | None) -> list[str]:
@@ -95,95 +88,42 @@ class SqliteSearch:
         return self.db.all("SELECT text, context_before, context_after FROM memories WHERE project = ? "
                            "AND superseded_by IS NULL", (project,))
 
-    # --- meaning --------------------------------------------------------------------------------
+    # --- meaning (storage/ram.py searches; these are its sqlite-vec side) -------------------------------
 
-    def nearest(self, vector: bytes, n: int, project: str | None, since: float | None,
-                until: float | None) -> dict[int, float]:
-        """memory id -> cosine similarity of the n nearest vectors (the project's and the global ones)."""
+    def _vector_feed(self):
+        return self.vectors
+
+    def _stale_feed_errors(self) -> tuple:
+        return (apsw.SQLError,)
+
+    def _index_nearest(self, vectors: list[bytes], n: int, project: str | None, since: float | None,
+                       until: float | None, kinds: tuple[str, ...] | None = None) -> list[dict[int, float]]:
+        """sqlite-vec cannot filter by kind (the caller checks kinds); the global memories of a project's search
+        are a second search."""
+        found = []
         with self.db.lock:
-            recent = self._synced_recent_vectors()
-            if recent is not None and recent.covers(since):
-                found = recent.nearest(vector, n, project, since, until)
-            else:
-                found = self.vectors.nearest(vector, n, project, since, until)
-            if project is not None and project != GLOBAL_PROJECT:  # the user's global memories join every project
-                if self._has_global():
-                    found.update(self.vectors.nearest(vector, n, GLOBAL_PROJECT, None, None))
-            return found
+            for vector in vectors:
+                nearest = self.vectors.nearest(vector, n, project, since, until)
+                if project is not None and project != GLOBAL_PROJECT and self._has_global():
+                    nearest.update(self.vectors.nearest(vector, n, GLOBAL_PROJECT, None, None))
+                found.append(nearest)
+        return found
 
-    def _has_global(self) -> bool:
-        return self.db.one("SELECT 1 FROM memories WHERE project = ? LIMIT 1", (GLOBAL_PROJECT,)) is not None
-
-    def nearest_each(self, vectors: list[bytes], n: int, project: str | None, since: float | None,
-                     until: float | None, kinds: tuple[str, ...] | None = None) -> list[dict[int, float]]:
-        """`nearest` for several vectors; of these kinds only when the vectors are in RAM (sqlite-vec
-        cannot filter by kind: the caller checks the kinds of what it gets)."""
+    def _index_vectors(self, ids: list[int]) -> dict[int, bytes]:
+        if not self.vectors:
+            return {}
+        found = {}
         with self.db.lock:
-            recent = self._synced_recent_vectors()
-            if recent is not None and recent.covers(since):
-                return recent.nearest_each(vectors, n, project, since, until, kinds)
-            return [self.vectors.nearest(v, n, project, since, until) for v in vectors]
+            for memory_id in ids:
+                try:
+                    vector = self.vectors.get(memory_id)
+                except apsw.SQLError:  # the table is created with the first embedding
+                    return found
+                if vector is not None:
+                    found[memory_id] = vector
+        return found
 
     def similar_earlier(self, vector: bytes, n: int, project: str, since: float, until: float) -> dict[int, float]:
         """The n nearest stored vectors of a project created in [since, until], read from the index itself
         (also vectors this transaction just wrote): near-duplicate supersession (core/jobs.py)."""
         return self.vectors.nearest(vector, n, project, since, until)
-
-    def vector_of(self, memory_id: int) -> bytes | None:
-        """A memory's stored embedding; None when it has none yet (or there is no vector table yet)."""
-        if not self.vectors:
-            return None
-        with self.db.lock:
-            recent = self._synced_recent_vectors()
-            if recent is not None:
-                found = recent.get(memory_id)
-                if found is not None:
-                    return found
-            try:
-                return self.vectors.get(memory_id)
-            except apsw.SQLError:  # the table is created with the first embedding
-                return None
-
-    def vectors_of(self, memory_ids) -> dict[int, bytes]:
-        """The stored embeddings of these memories (those that have one)."""
-        found = {}
-        for memory_id in memory_ids:
-            vector = self.vector_of(memory_id)
-            if vector is not None:
-                found[memory_id] = vector
-        return found
-
-    # --- the worker's RAM copy of recent vectors ---------------------------------------------------
-
-    def recent_vectors_cache(self, days: float, dim: int) -> "RecentVectors | None":
-        """A RAM copy of the vectors of the last `days` (recent_vectors.py), loaded now, searched by this
-        store from now on; None without a vector table."""
-        if not self.vectors:
-            return None
-        from .recent_vectors import RecentVectors
-
-        recent = RecentVectors(days, dim)
-        self.keep_recent_vectors(recent)
-        return recent
-
-    def keep_recent_vectors(self, recent: "RecentVectors") -> None:
-        """Search recent vectors in RAM through `recent` (shared with another store of this process)."""
-        with self.db.lock:
-            recent.sync(self.vectors, force=True)
-        self.recent_vectors = recent
-
-    def sync_recent_vectors(self) -> None:
-        """Bring the RAM copy up to date now (after this process wrote vectors)."""
-        if self.recent_vectors is not None and self.vectors:
-            with self.db.lock:
-                self.recent_vectors.sync(self.vectors, force=True)
-
-    def _synced_recent_vectors(self) -> "RecentVectors | None":
-        recent = self.recent_vectors
-        if recent is None or not recent.loaded:
-            return None
-        try:
-            recent.sync(self.vectors)
-        except apsw.SQLError:  # the vector table is being rebuilt
-            return None
-        return recent

@@ -2,29 +2,46 @@
 
 sqlite-vec scans vectors one by one: ~3.5 ms for the 7,000 vectors of a busy project's week, and a
 prompt needs several searches (the prompt's candidates, then the neighbours of what the gate took,
-for newer values) and dozens of single vectors (episodes, follow-ups). numpy does the same scan
-in ~0.2 ms and a single vector in a dictionary lookup.
+for newer values) and dozens of single vectors (episodes, follow-ups); a shared PostgreSQL answers
+each of those with a round trip. numpy does the same scan in ~0.2 ms and a single vector in a
+dictionary lookup.
 
 Only memories created within `days` are held (the warm window and a margin: a week of heavy use
 is ~15 MB); a search reaching further back (an explicit reference to the past, `recall search`)
-goes to sqlite-vec, unless no memory is older than that (a young store: RAM then holds every
+goes to the backend's index, unless no memory is older than that (a young store: RAM then holds every
 vector). Each vector's kind is kept beside it, so a search for statements skips tool outputs before
-the product. The copy follows the database through `vector_changes`, the log every vector
-write appends to (vectors.py): `sync` reads the rows logged since the last sync, so vectors written
-by another process (an import, a forget) are picked up too, and a forgotten memory's vector leaves
-RAM with its row. The worker's embedding thread syncs after each batch; searches sync at most
-every SYNC_SECONDS.
+the product. The copy follows the database through a log every vector write appends to (the
+backend's VectorFeed: sqlite/vectors.py, postgres/feed.py): `sync` reads what was logged since the last
+sync, so vectors written by another process (an import, a forget, a teammate) are picked up too, and a
+forgotten memory's vector leaves RAM with its row. The worker's embedding thread syncs after each
+batch; searches sync at most every SYNC_SECONDS.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from typing import Protocol
 
 import numpy as np
 
-from ...timeparse import DAY
-from .vectors import VectorIndex
+from ..timeparse import DAY
+
+
+class VectorFeed(Protocol):
+    """What a backend offers a RAM copy to follow it: its vectors since a moment, those of some memories,
+    and a log of which memories' vectors changed (sqlite/vectors.py, postgres/feed.py)."""
+
+    def last_change(self): ...  # a token that changes whenever a vector may have changed
+
+    def changes_since(self, token) -> tuple | None: ...  # (the new token, changed ids), or None: reload
+
+    def rows_of(self, memory_ids: list[int]) -> list[tuple]: ...  # (id, project, created_at, vector, kind)
+
+    def rows_since(self, since: float) -> list[tuple]: ...
+
+    def has_vector_before(self, moment: float) -> bool: ...
+
 
 SYNC_SECONDS = 0.05  # a search sees vectors written elsewhere this fresh (the worker's own: at once)
 RELOAD_AFTER = DAY  # the window slides: reload (dropping what aged out) this often
@@ -40,7 +57,7 @@ class RecentVectors:
         self.start = 0.0  # vectors of memories created from here on are all held
         self.complete = False  # ...and there is no older vector: RAM holds every one
         self.loaded_at = 0.0
-        self.seq = 0  # the last vector_changes row applied
+        self.seq = None  # the feed's token of the last change applied
         self.synced_at = 0.0
         self._clear(64)
 
@@ -58,7 +75,7 @@ class RecentVectors:
 
     # --- keeping up with the database --------------------------------------------------------------
 
-    def sync(self, index: VectorIndex, *, force: bool = False) -> None:
+    def sync(self, index: VectorFeed, *, force: bool = False) -> None:
         """Apply the vector writes logged since the last sync (everything, the first time)."""
         now = time.monotonic()
         if not force and self.loaded and now - self.synced_at < SYNC_SECONDS:
@@ -81,7 +98,7 @@ class RecentVectors:
             for row in index.rows_of(changed):
                 self._put(*row)
 
-    def _reload(self, index: VectorIndex) -> None:
+    def _reload(self, index: VectorFeed) -> None:
         seq = index.last_change()
         self.loaded_at = time.time()
         self.start = self.loaded_at - self.days * DAY
@@ -168,6 +185,12 @@ class RecentVectors:
             best = np.argpartition(-column, k - 1)[:k] if len(column) > k else np.arange(len(column))
             found.append({int(ids[i]): float(column[i]) for i in best})
         return found
+
+    def drop(self, memory_ids) -> None:
+        """Forget these vectors now (this process deleted their memories)."""
+        with self.lock:
+            for memory_id in memory_ids:
+                self._drop(memory_id)
 
     def nbytes(self) -> int:
         return sum(getattr(self, name).nbytes for name in ARRAYS)
