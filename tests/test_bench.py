@@ -89,3 +89,16 @@ def test_latency_bench_smoke(home):
     assert hooks["bare python"]["n"] == 25  # measured beside every hook run
     assert report["import"]["memories"] == 200 and report["import"]["embedded"] == 200
     assert "warm-tier query" in format_latency(report)
+
+
+@pytest.mark.slow
+def test_size_bench_measures_both_backends_in_one_run(home, postgres_server):
+    from memory_store.devtools.bench.size import format_size, run_size
+
+    report = run_size([300], seconds=600, echo=lambda *_: None, database_url=postgres_server.url())
+    for row in (report["sizes"]["300"], report["postgres"]["300"]):
+        assert row["db_bytes"] > 0 and row["search_ms"]["n"] == 40 and row["warm_query_ms"]["p50"] > 0
+    assert "postgres" in format_size(report)
+    with postgres_server.connect() as conn:  # its throwaway database and role are gone
+        assert not conn.execute("SELECT 1 FROM pg_database WHERE datname LIKE 'recall_bench_%'").fetchall()
+        assert not conn.execute("SELECT 1 FROM pg_roles WHERE rolname LIKE 'bench_%'").fetchall()

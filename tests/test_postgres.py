@@ -264,3 +264,25 @@ def test_a_server_that_goes_away_costs_no_hook_and_loses_no_event(tmp_path, monk
     finally:
         stop_worker(home)
         server.stop(remove=True)
+
+
+def test_memories_of_the_local_file_move_to_the_server_by_export_and_import(team_database, tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    monkeypatch.delenv("RECALL_DATABASE_URL", raising=False)
+    local = open_recall(home, load_models=False)
+    local.store.record("l1", note("The nightly export runs at 02:00 UTC from cron on ops-2"))
+    local.pin([local.store.record("l2", note("Never force-push to main", kind="note")).memory_id])
+    local.close()
+    exported = tmp_path / "mine.jsonl"
+    cli("export", "--all-projects", "--output", str(exported), "--home", str(home))
+    monkeypatch.setenv("RECALL_DATABASE_URL", team_database.alice)
+    report = json.loads(cli("import", str(exported), "--no-embed", "--home", str(home), "--json"))
+    assert report["new_memories"] == 2
+    shared = open_recall(home, load_models=False)
+    assert shared.store.backend == "postgres"
+    hits = shared.search("when does the nightly export run", project="github.com/acme/shop")
+    assert hits and "02:00 UTC" in hits[0].text and hits[0].owner == team_database.alice_role
+    assert shared.store.pinned_ids("github.com/acme/shop")
+    shared.close()
+    again = json.loads(cli("import", str(exported), "--no-embed", "--home", str(home), "--json"))
+    assert again["new_memories"] == 0  # the same export twice adds nothing

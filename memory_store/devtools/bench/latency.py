@@ -10,11 +10,15 @@ Also measured: the warm-tier query inside the worker (embedding the prompt, lexi
 vector search, ranking), the hook process's peak RSS, and `recall import` of synthetic
 transcripts with embeddings.
 
-Seeding: memories are spread over the past year, oldest first (as live capture stores
+Seeding (seed.py): memories are spread over the past year, oldest first (as live capture stores
 them), 80% in the measured project. Texts are synthetic sentences over a developer
 vocabulary; their vectors are real embeddings of a pool of 2,000 of those texts, reused
 with a little noise (the vector search costs the same, and embedding 100k texts would
 take ~10 minutes).
+
+With `--database-url` (an administrator's URL of a PostgreSQL server) every size is measured on
+both backends in the same run: the SQLite file, then a throwaway database on that server
+(`recall team init`, one member role; dropped afterwards).
 """
 
 from __future__ import annotations
@@ -45,9 +49,6 @@ TAILS = ["", " because the tests were flaky", " after the outage on Tuesday", " 
          " (see the incident notes)", " to cut latency", " per the security review", " until the next release"]
 
 
-SEED_DAYS = 365  # 100k memories in a year is a heavy user (~270 a day); the warm tier holds a week
-
-
 def synthetic_text(rng: random.Random) -> str:
     return f"{rng.choice(SUBJECTS).capitalize()} {rng.choice(VERBS)} {rng.choice(OBJECTS)}{rng.choice(TAILS)}."
 
@@ -55,48 +56,6 @@ def synthetic_text(rng: random.Random) -> str:
 # Sentences per memory by kind when sizes must be realistic (`recall bench size`): a prompt is a line or
 # two, an answer's summary and a tool call with its trimmed output run to several hundred characters.
 REALISTIC_SENTENCES = {"prompt": (1, 3), "exchange": (4, 9), "tool": (5, 10), "error": (3, 6)}
-
-
-def seed_store(home: Path, count: int, project: str, echo=print, realistic: bool = False) -> None:
-    """`count` memories over the last year in `project` (plus other projects' noise), embedded. With
-    `realistic`, texts have the lengths of real memories (REALISTIC_SENTENCES)."""
-    import numpy as np
-
-    from ...api import open_recall
-    from ...core.records import MemoryDraft
-
-    rng = random.Random(count)
-    recall = open_recall(home)
-    store = recall.store
-    embedder = recall.models.embedder
-    pool_texts = list({synthetic_text(rng) for _ in range(4000)})[:min(2000, count)]
-    pool = np.frombuffer(b"".join(embedder.embed(pool_texts)), dtype=np.float32).reshape(len(pool_texts), -1)
-    store.ensure_vector_index(embedder.name, embedder.dim)
-    now = time.time()
-    batch = []
-    started = time.perf_counter()
-    for i in range(count):  # oldest first, as live capture stores them
-        owner = project if i % 5 else f"{project}-other-{i % 3}"
-        kind = ("prompt", "exchange", "tool", "error")[i % 4]
-        text = f"{rng.choice(pool_texts)} ({i})"
-        if realistic:
-            low, high = REALISTIC_SENTENCES[kind]
-            text += " " + " ".join(synthetic_text(rng) for _ in range(rng.randint(low, high)))
-        draft = MemoryDraft(project=owner, session_id=f"bench-{i // 40}", kind=kind, text=text,
-                            created_at=now - (count - i) / count * SEED_DAYS * 86400, importance=rng.random())
-        batch.append((f"seed-{i}", draft, None))
-        if len(batch) == 2000 or i == count - 1:
-            results = store.record_many(batch)
-            rows = []
-            for (_, d, _), r in zip(batch, results):
-                vector = pool[rng.randrange(len(pool))] + np.float32(0.02) * np.asarray(
-                    [rng.gauss(0, 1) for _ in range(pool.shape[1])], dtype=np.float32)
-                vector /= np.linalg.norm(vector)
-                rows.append((r.memory_id, d.project, d.created_at, vector.astype(np.float32).tobytes()))
-            store.save_embeddings(rows, [r[0] for r in rows], embedder.name)
-            batch = []
-    echo(f"  seeded {count} memories in {time.perf_counter() - started:.1f} s")
-    recall.close()
 
 
 def payloads(project: str, session: str) -> dict[str, dict]:
@@ -269,22 +228,42 @@ def measure_import(entries: int, echo=print) -> dict:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def run_latency(sizes: list[int], runs: int = 60, echo=print, import_entries: int = 10_000) -> dict:
-    from ...shared.paths import DataPaths
-    from ...shared.worker_client import stop_worker, wait_until_embedded
+def run_latency(sizes: list[int], runs: int = 60, echo=print, import_entries: int = 10_000,
+                database_url: str | None = None) -> dict:
     from ..hookrunner import find_plugin_root
 
     root = find_plugin_root()
     if root is None:
         raise SystemExit("run from the recall checkout (hooks/hooks.json is needed)")
     report: dict = {"python": sys.version.split()[0], "cpus": os.cpu_count(), "runs": runs, "sizes": {}}
+    if database_url:
+        report["postgres"] = {}
     for size in sizes:
-        base = Path(tempfile.mkdtemp(prefix=f"recall-latency-{size}-"))
-        home, project = base / "home", str(base / "project")
-        os.makedirs(Path(project) / ".git")
-        try:
-            echo(f"{size} memories:")
-            seed_store(home, size, project, echo)
+        echo(f"{size} memories:")
+        report["sizes"][str(size)] = measure_size(root, size, runs, echo)
+        if database_url:
+            echo(f"{size} memories on PostgreSQL:")
+            report["postgres"][str(size)] = measure_size(root, size, runs, echo, database_url)
+    if import_entries:
+        echo(f"import of {import_entries} transcript entries:")
+        report["import"] = measure_import(import_entries, echo)
+    return report
+
+
+def measure_size(root: Path, size: int, runs: int, echo, database_url: str | None = None) -> dict:
+    """Every hook, the worker's stages and the warm-tier query on a store of `size` memories: the SQLite file,
+    or a throwaway database on the server of `database_url` (an administrator's URL)."""
+    from ...shared.paths import DataPaths
+    from ...shared.worker_client import stop_worker, wait_until_embedded
+    from .seed import BenchDatabase, database_env, seed_store
+
+    base = Path(tempfile.mkdtemp(prefix=f"recall-latency-{size}-"))
+    home, project = base / "home", str(base / "project")
+    os.makedirs(Path(project) / ".git")
+    database = BenchDatabase(database_url, echo) if database_url else None
+    try:
+        with database_env(database):
+            seed_store(home, size, project, echo, database=database)
             # The worker logs each request's stages (core/stages.py); they are read back below.
             (home / "config.json").write_text(json.dumps({"worker": {"log_level": "debug"}}), encoding="utf-8")
             env = dict(os.environ, RECALL_HOME=str(home), RECALL_PYTHON=sys.executable)
@@ -295,23 +274,22 @@ def run_latency(sizes: list[int], runs: int = 60, echo=print, import_entries: in
             stages = worker_stages(home)
             rss = worker_rss_mb(home)
             warm = measure_warm_query(home, project)
-            report["sizes"][str(size)] = {"hooks_ms": hooks, "worker_stages_ms": stages, "worker_rss_mb": rss,
-                                          "warm_query_ms": warm}
-            echo(f"  UserPromptSubmit p50 {hooks['UserPromptSubmit']['p50']} ms "
-                 f"({hooks['UserPromptSubmit']['p50_vs_bare']}x bare), warm query p50 {warm['p50']} ms")
-        finally:
-            stop_worker(DataPaths(home))
-            shutil.rmtree(base, ignore_errors=True)
-    if import_entries:
-        echo(f"import of {import_entries} transcript entries:")
-        report["import"] = measure_import(import_entries, echo)
-    return report
+        echo(f"  UserPromptSubmit p50 {hooks['UserPromptSubmit']['p50']} ms "
+             f"({hooks['UserPromptSubmit']['p50_vs_bare']}x bare), warm query p50 {warm['p50']} ms")
+        return {"hooks_ms": hooks, "worker_stages_ms": stages, "worker_rss_mb": rss, "warm_query_ms": warm}
+    finally:
+        stop_worker(DataPaths(home))
+        if database is not None:
+            database.drop()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def format_latency(report: dict) -> str:
     lines = [f"hook latency (python {report['python']}, {report['cpus']} cpus, {report['runs']} runs per event)"]
-    for size, data in report["sizes"].items():
-        lines.append(f"\n{size} memories: wall time per hook process (ms)")
+    runs = [("", size, data) for size, data in report["sizes"].items()]
+    runs += [(" on PostgreSQL", size, data) for size, data in report.get("postgres", {}).items()]
+    for where, size, data in runs:
+        lines.append(f"\n{size} memories{where}: wall time per hook process (ms)")
         lines.append(f"  {'event':<18} {'p50':>7} {'p95':>7} {'p99':>7} {'x bare':>7} {'peak RSS':>9}")
         for name, row in data["hooks_ms"].items():
             lines.append(f"  {name:<18} {row['p50']:>7} {row['p95']:>7} {row['p99']:>7} {row['p50_vs_bare']:>7} "
@@ -325,6 +303,14 @@ def format_latency(report: dict) -> str:
                      f"p99 {warm['p99']} ms")
         if data.get("worker_rss_mb") is not None:
             lines.append(f"  worker RSS after the runs: {data['worker_rss_mb']} MB")
+    for size, data in report.get("postgres", {}).items():
+        local = report["sizes"][size]
+        ratio = data["hooks_ms"]["UserPromptSubmit"]["p50"] / local["hooks_ms"]["UserPromptSubmit"]["p50"]
+        warm = data["warm_query_ms"]["p50"] / local["warm_query_ms"]["p50"]
+        lines.append(f"\n{size} memories, PostgreSQL against SQLite in this run: UserPromptSubmit p50 "
+                     f"{data['hooks_ms']['UserPromptSubmit']['p50']} vs {local['hooks_ms']['UserPromptSubmit']['p50']} "
+                     f"ms ({ratio:.2f}x), warm query p50 {data['warm_query_ms']['p50']} vs "
+                     f"{local['warm_query_ms']['p50']} ms ({warm:.2f}x)")
     if "import" in report:
         imp = report["import"]
         lines.append(f"\nimport: {imp['entries']} entries -> {imp['memories']} memories in {imp['import_s']} s "

@@ -59,6 +59,9 @@ def bench_latency(
     runs: Annotated[int, typer.Option(min=5)] = 60,
     import_entries: Annotated[int, typer.Option(help="Also time `recall import` of this many transcript "
                                                      "entries with embeddings (0: skip).")] = 10_000,
+    database_url: Annotated[Optional[str], typer.Option("--database-url", help="Also measure on a PostgreSQL "
+                                                        "server (an administrator's URL: the bench creates and drops "
+                                                        "a database of its own).")] = None,
     json_output: JsonOption = False,
 ):
     """Wall time per hook event as Claude Code runs them (a fresh process per call) beside bare Python."""
@@ -71,8 +74,8 @@ def bench_latency(
                                  param_hint="--memories") from None
     if any(n <= 0 for n in sizes):
         raise typer.BadParameter("store sizes must be positive", param_hint="--memories")
-    report = run_latency(sizes, runs=runs,
-                         echo=lambda message: typer.echo(message, err=True), import_entries=import_entries)
+    report = run_latency(sizes, runs=runs, echo=lambda message: typer.echo(message, err=True),
+                         import_entries=import_entries, database_url=database_url)
     if json_output:
         emit_json(report)
     else:
@@ -83,6 +86,9 @@ def bench_latency(
 def bench_size(
     memories: Annotated[str, typer.Option(help="Comma-separated store sizes.")] = "10000,100000,1000000",
     seconds: Annotated[int, typer.Option(min=60, help="Time limit: sizes that would not fit are skipped.")] = 1800,
+    database_url: Annotated[Optional[str], typer.Option("--database-url", help="Also measure on a PostgreSQL "
+                                                        "server (an administrator's URL: the bench creates and drops "
+                                                        "a database of its own).")] = None,
     json_output: JsonOption = False,
 ):
     """Database bytes per memory and search time as the store grows (time-limited)."""
@@ -92,7 +98,7 @@ def bench_size(
         sizes = [int(n) for n in memories.split(",")]
     except ValueError:
         raise typer.BadParameter(f"{memories!r} is not a list of store sizes", param_hint="--memories") from None
-    report = run_size(sizes, seconds, echo=lambda message: typer.echo(message, err=True))
+    report = run_size(sizes, seconds, echo=lambda message: typer.echo(message, err=True), database_url=database_url)
     if json_output:
         emit_json(report)
     else:
