@@ -68,10 +68,9 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
     with stage("bookkeeping"):
         shown = [(c.episode.ids() if c.episode else set()) | {c.memory.id} for c in decision.taken
                  if c.memory.id in ids]
-        store.mark_injected(event.session_id, sorted(set().union(*shown)) if shown else [], "UserPromptSubmit",
-                            ctx.at)
-        store.add_receipt(event.session_id, ctx.project, "UserPromptSubmit", ctx.at, recorded.memory_id,
-                          [(c.memory.id, c.why) for c in decision.taken if c.memory.id in ids])
+        store.note_injection(event.session_id, ctx.project, "UserPromptSubmit", ctx.at,
+                             sorted(set().union(*shown)) if shown else [], recorded.memory_id,
+                             [(c.memory.id, c.why) for c in decision.taken if c.memory.id in ids])
     return inject.hook_output("UserPromptSubmit", text)
 
 
@@ -242,9 +241,8 @@ def session_brief(store: Store, event: SessionStart, project: str, now: float) -
         title = "Recent work in this project, from earlier sessions (oldest first):"
     text, ids = inject.render_block(items, title, store.config.inject.hot_budget_chars,
                                     store.config.inject.max_item_chars, now)
-    store.mark_injected(event.session_id, ids, "SessionStart", now)
-    store.add_receipt(event.session_id, project, "SessionStart", now, None,
-                      [(i, "recent work in this project (the SessionStart brief)") for i in ids])
+    store.note_injection(event.session_id, project, "SessionStart", now, ids, None,
+                         [(i, "recent work in this project (the SessionStart brief)") for i in ids])
     output = inject.hook_output("SessionStart", text)
     if event.source != "compact":  # once per session: what recall could not use or had to repair
         message = alerts.session_message(store.paths, store.config)

@@ -23,6 +23,10 @@ class Memories:
     MINE = "1 = 1"  # SQL condition: the row is this connection's own (always, in a file of one user)
     ROW_VECTOR = None  # SQL of a row's vector where it lives in the memories row (read along with turns)
 
+    def is_mine(self, memory: Memory) -> bool:
+        """May this connection change or forget the memory? (Always, in a file of one user.)"""
+        return True
+
     def _keep_vectors(self, raw: dict) -> None:
         """Vectors read along with rows (ROW_VECTOR), for the rest of the request."""
 
@@ -40,10 +44,13 @@ class Memories:
 
     def _record_one(self, event_id: str, draft: MemoryDraft | None, received_at: float) -> Recorded:
         db = self.db
-        known = db.one("SELECT memory_id FROM events WHERE event_id = ?", (event_id,))
-        if known is not None:
-            return Recorded(known[0], False, True)
-        if draft is None or db.one("SELECT 1 FROM forgotten WHERE event_id = ?", (event_id,)):
+        # One round trip for both ledgers (a server is a round trip away): seen before? forgotten?
+        seen, memory_id, forgotten = db.one(
+            "SELECT EXISTS (SELECT 1 FROM events WHERE event_id = ?), (SELECT memory_id FROM events WHERE event_id = ?), "
+            "EXISTS (SELECT 1 FROM forgotten WHERE event_id = ?)", (event_id, event_id, event_id))
+        if seen:
+            return Recorded(memory_id, False, True)
+        if draft is None or forgotten:
             db.run("INSERT INTO events(event_id, memory_id, received_at) VALUES (?, NULL, ?)", (event_id, received_at))
             return Recorded(None, False, False)
         # An answer is the same memory only for the same question: eleven "Done." replies to eleven
@@ -73,13 +80,14 @@ class Memories:
                  trust_of(draft.kind, draft.agent), draft.visibility))
             created = True
             if draft.kind in CONVERSATION_KINDS:  # this turn is the "after" context of the turns before it
+                updates = []
                 for previous_id, _, after in neighbours[: cfg.turns_after]:
                     turns = after.split(TURN_SEPARATOR) if after else []
                     if len(turns) < cfg.turns_after:
                         turns.append(one_line(draft.text, cfg.max_turn_chars))
-                        # A shared memory keeps its text alone (share.py): no neighbour joins its context.
-                        db.run("UPDATE memories SET context_after = ? WHERE id = ? AND visibility = 'private'",
-                               (TURN_SEPARATOR.join(turns), previous_id))
+                        updates.append((TURN_SEPARATOR.join(turns), previous_id))
+                # A shared memory keeps its text alone (sharing.py): no neighbour joins its context.
+                db.many("UPDATE memories SET context_after = ? WHERE id = ? AND visibility = 'private'", updates)
         for old in draft.supersedes:
             if old != memory_id:
                 db.run("UPDATE memories SET superseded_by = ? WHERE id = ? AND project = ?",

@@ -60,6 +60,16 @@ class Sessions:
             args.append(hook)
         return {r[0] for r in self.db.all(sql, args)}
 
+    def note_injection(self, session_id: str, project: str, hook: str, at: float, memory_ids: list[int],
+                       prompt_memory_id: int | None, items: list[tuple[int, str]]) -> None:
+        """What one hook injected: never again in this session (`mark_injected`), and its receipt (`add_receipt`),
+        in one transaction."""
+        if not memory_ids and not items:
+            return
+        with self.db.write():
+            self.mark_injected(session_id, memory_ids, hook, at)
+            self.add_receipt(session_id, project, hook, at, prompt_memory_id, items)
+
     def mark_injected(self, session_id: str, memory_ids: list[int], hook: str, at: float | None = None) -> None:
         if not memory_ids:
             return

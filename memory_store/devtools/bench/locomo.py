@@ -190,7 +190,21 @@ def rank_bm25_search(store, project: str, question: str, cache: dict) -> list[st
 
 
 def run_locomo(file: Path, methods: list[str], conversations: list[str] | None = None, workdir: Path | None = None,
-               echo=print, config=None, injection: bool = True) -> dict:
+               echo=print, config=None, injection: bool = True, database_url: str | None = None) -> dict:
+    """With `database_url` (an administrator's URL), on a throwaway PostgreSQL database instead of the file."""
+    from .seed import BenchDatabase, database_env
+
+    database = BenchDatabase(database_url, echo) if database_url else None
+    try:
+        with database_env(database):
+            return _run_locomo(file, methods, conversations, workdir, echo, config, injection, database)
+    finally:
+        if database is not None:
+            database.drop()
+
+
+def _run_locomo(file: Path, methods: list[str], conversations: list[str] | None, workdir: Path | None, echo, config,
+                injection: bool, database) -> dict:
     from ...api import Recall, open_recall
 
     data = json.loads(Path(file).read_text(encoding="utf-8"))
@@ -213,6 +227,8 @@ def run_locomo(file: Path, methods: list[str], conversations: list[str] | None =
         started = time.perf_counter()
         embedded = recall.embed_pending()
         timings["embed_s"] = round(time.perf_counter() - started, 2)
+        if database is not None:
+            database.analyze()  # what autovacuum does for a live server: plans follow the data
         # The injection pass judges the selection rules (cues, threshold, top-k, budget), so every
         # memory counts as warm: LoCoMo conversations span months, the warm window is 7 days.
         injecting = Recall(recall.paths, recall.config.model_copy(

@@ -22,6 +22,9 @@ def bench_locomo(
     settings: Annotated[Optional[str], typer.Option("--config", help="JSON overrides of the config, e.g. "
                                                     "'{\"ranking\": {\"dense_weight\": 0.4}}'.")] = None,
     injection: Annotated[bool, typer.Option("--injection/--no-injection", help="Also measure injections.")] = True,
+    database_url: Annotated[Optional[str], typer.Option("--database-url", help="Run on a PostgreSQL server instead "
+                                                        "of the SQLite file (an administrator's URL: the bench creates "
+                                                        "and drops a database of its own).")] = None,
     json_output: JsonOption = False,
 ):
     """Retrieval quality on LoCoMo: recall@5, recall@10 and MRR per method and question category."""
@@ -46,7 +49,8 @@ def bench_locomo(
                                  "'conversation' and 'qa')", param_hint="FILE")
     report = run_locomo(file, methods=[m.strip() for m in methods.split(",") if m.strip()],
                         conversations=conversations.split(",") if conversations else None, workdir=workdir,
-                        echo=lambda message: typer.echo(message, err=True), config=config, injection=injection)
+                        echo=lambda message: typer.echo(message, err=True), config=config, injection=injection,
+                        database_url=database_url)
     if json_output:
         emit_json(report)
     else:

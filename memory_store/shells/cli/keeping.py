@@ -55,19 +55,24 @@ def forget(
         selected = recall.select(ids=wanted or None, project=scope, session_id=session,
                                  before=parse_when(before) if before else None, match=match)
         missing = sorted(set(wanted) - {m.id for m in selected})
+        others = [m for m in selected if not recall.store.is_mine(m)]  # a teammate's shared memory
+        selected = [m for m in selected if recall.store.is_mine(m)]
         if len(selected) > 1:
             confirm_or_stop(f"Forget {memories_by_project(selected)}?", yes)
         gone = recall.forget([m.id for m in selected], also=[match] if match else [])
+    for memory in others:
+        typer.echo(f"#{memory.id} is {memory.owner}'s: only its author can forget it", err=True)
     if json_output:
         emit_json({"forgotten": [m.id for m in gone], "projects": sorted({m.project for m in gone}),
-                   "not_found": missing})
+                   "not_found": missing, "not_yours": [m.id for m in others]})
     elif gone:
         typer.echo(f"forgot {memories_by_project(gone)}")
-    elif not missing:
+    elif not missing and not others:
         typer.echo("No memory matches" + (f" in {scope}." if scope else "."))
     if missing:
         where = f" in {scope} (other projects: --all-projects)" if scope else ""
         typer.echo(f"not found{where}: {', '.join(f'#{i}' for i in missing)}", err=True)
+    if missing or (others and wanted):
         raise typer.Exit(1)
 
 

@@ -89,6 +89,10 @@ class PostgresStore(PgSearch, PgEmbeddings, PgHealth, Store):
         _ = self.db.conn
         return self
 
+    def is_mine(self, memory) -> bool:
+        _ = self.db.conn  # the role is known once connected
+        return memory.owner == self.owner
+
     def close(self) -> None:
         self.db.close()
 
