@@ -73,7 +73,7 @@ def test_stats_and_forget(home):
     stats = json.loads(invoke("stats", "--home", str(home), "--json"))
     assert stats["memories"] == 3 and stats["by_kind"]["tool"] == 1
     assert json.loads(invoke("forget", str(ids[1]), "--project", "/p/app", "--home", str(home), "--json")) == {
-        "forgotten": [ids[1]], "projects": ["/p/app"], "not_found": []}
+        "forgotten": [ids[1]], "projects": ["/p/app"], "not_found": [], "not_yours": []}
     assert open_recall(home).store.counts()["memories"] == 2
 
 

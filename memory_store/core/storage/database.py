@@ -93,9 +93,13 @@ class Database:
 
     @contextmanager
     def write(self) -> Iterator["Database"]:
-        """A write transaction, holding the lock throughout."""
-        with self.lock, self._begin():
-            yield self
+        """A write transaction, holding the lock throughout; inside another one, part of it."""
+        with self.lock:
+            if not self.conn.getautocommit():
+                yield self
+                return
+            with self._begin():
+                yield self
 
     def close(self) -> None:
         with self.lock:

@@ -34,29 +34,7 @@ import time
 from pathlib import Path
 
 from ...core.stats import summarize
-
-SUBJECTS = ["the deploy script", "the cache layer", "the login page", "the CI pipeline", "the billing job",
-            "the search index", "the API gateway", "the migration", "the test suite", "the docker image",
-            "the websocket server", "the payment webhook", "the cron worker", "the feature flag", "the README",
-            "the rate limiter", "the auth middleware", "the analytics export", "the mobile build", "the S3 bucket"]
-VERBS = ["fails on", "was moved to", "now reads from", "needs", "times out against", "was refactored into",
-         "depends on", "logs errors about", "retries", "caches", "was rolled back after", "is configured by"]
-OBJECTS = ["Postgres 16", "port 8443", "the staging cluster", "Redis", "a new env var", "the old schema",
-           "OAuth tokens", "nightly batches", "the canary flag", "src/app/main.py", "config/settings.toml",
-           "three retries", "the EU region", "a 30 second timeout", "pytest -x", "the vendor SDK", "a mutex",
-           "GitHub Actions", "the queue orders-v2", "feature/checkout-v2"]
-TAILS = ["", " because the tests were flaky", " after the outage on Tuesday", " as we decided last sprint",
-         " (see the incident notes)", " to cut latency", " per the security review", " until the next release"]
-
-
-def synthetic_text(rng: random.Random) -> str:
-    return f"{rng.choice(SUBJECTS).capitalize()} {rng.choice(VERBS)} {rng.choice(OBJECTS)}{rng.choice(TAILS)}."
-
-
-# Sentences per memory by kind when sizes must be realistic (`recall bench size`): a prompt is a line or
-# two, an answer's summary and a tool call with its trimmed output run to several hundred characters.
-REALISTIC_SENTENCES = {"prompt": (1, 3), "exchange": (4, 9), "tool": (5, 10), "error": (3, 6)}
-
+from .seed import SUBJECTS, synthetic_text
 
 def payloads(project: str, session: str) -> dict[str, dict]:
     common = {"session_id": session, "transcript_path": f"/tmp/{session}.jsonl", "cwd": project}

@@ -1,6 +1,6 @@
 """Filling a store for the benchmarks, on either backend, fast enough for a million memories.
 
-`seed_store` writes the same synthetic memories (latency.py's vocabulary, spread over a year, oldest first,
+`seed_store` writes synthetic memories (a developer vocabulary, spread over a year, oldest first,
 80% in the measured project, sessions of 40 memories with each turn's neighbours as its context, real
 embeddings of a pool of texts reused with a little noise) straight into the backend's tables: SQLite rows
 in large transactions (FTS5 and the vector table follow), PostgreSQL rows by binary COPY as the member role
@@ -22,7 +22,30 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-SEED_DAYS = 365
+SUBJECTS = ["the deploy script", "the cache layer", "the login page", "the CI pipeline", "the billing job",
+            "the search index", "the API gateway", "the migration", "the test suite", "the docker image",
+            "the websocket server", "the payment webhook", "the cron worker", "the feature flag", "the README",
+            "the rate limiter", "the auth middleware", "the analytics export", "the mobile build", "the S3 bucket"]
+VERBS = ["fails on", "was moved to", "now reads from", "needs", "times out against", "was refactored into",
+         "depends on", "logs errors about", "retries", "caches", "was rolled back after", "is configured by"]
+OBJECTS = ["Postgres 16", "port 8443", "the staging cluster", "Redis", "a new env var", "the old schema",
+           "OAuth tokens", "nightly batches", "the canary flag", "src/app/main.py", "config/settings.toml",
+           "three retries", "the EU region", "a 30 second timeout", "pytest -x", "the vendor SDK", "a mutex",
+           "GitHub Actions", "the queue orders-v2", "feature/checkout-v2"]
+TAILS = ["", " because the tests were flaky", " after the outage on Tuesday", " as we decided last sprint",
+         " (see the incident notes)", " to cut latency", " per the security review", " until the next release"]
+
+
+def synthetic_text(rng: random.Random) -> str:
+    return f"{rng.choice(SUBJECTS).capitalize()} {rng.choice(VERBS)} {rng.choice(OBJECTS)}{rng.choice(TAILS)}."
+
+
+# Sentences per memory by kind when sizes must be realistic (`recall bench size`): a prompt is a line or
+# two, an answer's summary and a tool call with its trimmed output run to several hundred characters.
+REALISTIC_SENTENCES = {"prompt": (1, 3), "exchange": (4, 9), "tool": (5, 10), "error": (3, 6)}
+
+
+SEED_DAYS = 365  # 100k memories in a year is a heavy user (~270 a day); the warm tier holds a week
 CONTEXT_TURNS = 2
 BATCH = 5000
 
@@ -31,8 +54,6 @@ def synthetic_memories(count: int, project: str, realistic: bool, embedder, rng:
     """Batches of dicts (project, session_id, kind, text, created_at, importance, context_before,
     context_after, vector bytes), oldest first."""
     import numpy as np
-
-    from .latency import REALISTIC_SENTENCES, synthetic_text
 
     pool_texts = list({synthetic_text(rng) for _ in range(4000)})[:min(2000, count)]
     pool = np.frombuffer(b"".join(embedder.embed(pool_texts)), dtype=np.float32).reshape(len(pool_texts), -1)

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from ...core.stats import summarize
-from .latency import SUBJECTS, measure_warm_query
-from .seed import BenchDatabase, database_env, seed_store
+from .latency import measure_warm_query
+from .seed import SUBJECTS, BenchDatabase, database_env, seed_store
 
 QUERIES = [f"what did we change about {s}?" for s in SUBJECTS]
 DAILY_MEMORIES = {"typical": 100, "heavy": 270}  # a working day of Claude Code: prompts, answers, tool calls

@@ -137,8 +137,12 @@ class PgDatabase(Database):
 
     @contextmanager
     def write(self) -> Iterator["PgDatabase"]:
+        """A transaction; inside another one, part of it (no savepoint: a round trip each)."""
         with self.lock:
             conn = self.conn
+            if conn.info.transaction_status != 0:  # not idle: already in a transaction
+                yield self
+                return
             try:
                 with conn.transaction():
                     yield self
