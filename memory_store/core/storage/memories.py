@@ -23,6 +23,22 @@ class Memories:
     MINE = "1 = 1"  # SQL condition: the row is this connection's own (always, in a file of one user)
     ROW_VECTOR = None  # SQL of a row's vector where it lives in the memories row (read along with turns)
 
+    def _conversation_rows(self, memories: list[Memory], before: int, after: int, span: float) -> list[tuple]:
+        """(n, side, vector, *MEMORY_COLUMNS) of the turns before (side 0) and from (side 1) each memories[n]."""
+        common = (f"SELECT {self.ROW_VECTOR or 'NULL'} AS vector, {MEMORY_COLUMNS} FROM memories "
+                  f"WHERE session_id = ? AND project = ? AND kind IN ({marks(CONVERSATION_KINDS)}) "
+                  "AND created_at BETWEEN ? AND ? ")
+        parts, args = [], []
+        for n, memory in enumerate(memories):
+            at = memory.created_at.timestamp()
+            where = (memory.session_id, memory.project, *CONVERSATION_KINDS, at - span, at + span, at, at, memory.id)
+            parts.append(f"SELECT * FROM (SELECT {n} AS n, 0 AS side, * FROM ({common}AND (created_at < ? OR "
+                         "(created_at = ? AND id < ?)) ORDER BY created_at DESC, id DESC LIMIT ?) AS e) AS e" + str(n))
+            parts.append(f"SELECT * FROM (SELECT {n} AS n, 1 AS side, * FROM ({common}AND (created_at > ? OR "
+                         "(created_at = ? AND id >= ?)) ORDER BY created_at, id LIMIT ?) AS l) AS l" + str(n))
+            args += [*where, before, *where, after]
+        return self.db.all(" UNION ALL ".join(parts), args)
+
     def is_mine(self, memory: Memory) -> bool:
         """May this connection change or forget the memory? (Always, in a file of one user.)"""
         return True
@@ -213,21 +229,8 @@ class Memories:
         wanted = list(wanted.values())
         if not wanted:
             return found
-        with_vectors = bool(self.ROW_VECTOR) and cache is not None
-        common = (f"SELECT {self.ROW_VECTOR if with_vectors else 'NULL'} AS vector, {MEMORY_COLUMNS} FROM memories "
-                  f"WHERE session_id = ? AND project = ? AND kind IN ({marks(CONVERSATION_KINDS)}) "
-                  "AND created_at BETWEEN ? AND ? ")
-        parts, args = [], []
-        for n, memory in enumerate(wanted):
-            at = memory.created_at.timestamp()
-            where = (memory.session_id, memory.project, *CONVERSATION_KINDS, at - span, at + span, at, at, memory.id)
-            parts.append(f"SELECT * FROM (SELECT {n} AS n, 0 AS side, * FROM ({common}AND (created_at < ? OR "
-                         "(created_at = ? AND id < ?)) ORDER BY created_at DESC, id DESC LIMIT ?) AS e) AS e" + str(n))
-            parts.append(f"SELECT * FROM (SELECT {n} AS n, 1 AS side, * FROM ({common}AND (created_at > ? OR "
-                         "(created_at = ? AND id >= ?)) ORDER BY created_at, id LIMIT ?) AS l) AS l" + str(n))
-            args += [*where, before, *where, after]
-        rows = self._rows(" UNION ALL ".join(parts), args, skip=3)
-        if with_vectors:
+        rows = [((r[0], r[1], r[2]), Row(*r[3:])) for r in self._conversation_rows(wanted, before, after, span)]
+        if self.ROW_VECTOR and cache is not None:
             self._keep_vectors({r.id: raw for (_, _, raw), r in rows})
         for n, memory in enumerate(wanted):
             mine = sorted(((side, r) for (k, side, _), r in rows if k == n), key=lambda e: (e[1].created_at, e[1].id))

@@ -18,7 +18,7 @@ import math
 import time
 
 from ....shared.projects import GLOBAL_PROJECT
-from ..base import marks
+from ..base import CONVERSATION_KINDS, MEMORY_COLUMNS, marks
 
 K1, B = 1.2, 0.75  # BM25's constants, FTS5's values
 MATCH_BUDGET = 5_000  # matches scored per query at most: beyond, the newest (see lexical_candidates)
@@ -51,7 +51,27 @@ def from_vector_send(raw) -> bytes:
 
 
 class PgSearch:
-    ROW_VECTOR = "vector_send(embedding)"  # a row's vector, read along with it (Memories.conversation)
+    ROW_VECTOR = None  # measured: reading turns with their vectors cost more than the few pairs asked later
+
+    # --- turns --------------------------------------------------------------------------------------
+
+    def _conversation_rows(self, memories: list, before: int, after: int, span: float) -> list[tuple]:
+        """(n, side, vector, *MEMORY_COLUMNS) rows of Memories.conversations, in one statement whose text does not
+        change with how many memories are asked about (the server plans it once, from the arrays)."""
+        common = (f"SELECT {self.ROW_VECTOR or 'NULL'} AS vector, {MEMORY_COLUMNS} FROM memories m "
+                  f"WHERE m.session_id = a.session_id AND m.project = a.project "
+                  f"AND m.kind IN ({marks(CONVERSATION_KINDS)}) AND m.created_at BETWEEN a.at - ? AND a.at + ? ")
+        sql = ("SELECT a.n, c.* FROM unnest(?::bigint[], ?::text[], ?::text[], ?::float8[]) WITH ORDINALITY "
+               "AS a(id, session_id, project, at, n) CROSS JOIN LATERAL ("
+               f"(SELECT 0 AS side, * FROM ({common}AND (m.created_at < a.at OR (m.created_at = a.at AND m.id < a.id)) "
+               "ORDER BY m.created_at DESC, m.id DESC LIMIT ?) AS e) UNION ALL "
+               f"(SELECT 1 AS side, * FROM ({common}AND (m.created_at > a.at OR (m.created_at = a.at AND m.id >= a.id)) "
+               "ORDER BY m.created_at, m.id LIMIT ?) AS l)) AS c")
+        arrays = [[m.id for m in memories], [m.session_id for m in memories], [m.project for m in memories],
+                  [m.created_at.timestamp() for m in memories]]
+        rows = self.db.all(sql, [*arrays, *CONVERSATION_KINDS, span, span, before, *CONVERSATION_KINDS, span, span,
+                                 after])
+        return [(n - 1, *rest) for n, *rest in rows]
 
     # --- words ----------------------------------------------------------------------------------
 
@@ -249,7 +269,7 @@ class PgSearch:
         model = self.team()[0] if ids else None
         if not model:
             return {}
-        rows = self.db.all(f"SELECT id, {self.ROW_VECTOR} FROM memories WHERE id = ANY(?) "
+        rows = self.db.all("SELECT id, vector_send(embedding) FROM memories WHERE id = ANY(?) "
                            "AND embedding IS NOT NULL AND embedding_model = ?", [list(ids), model])
         return {memory_id: from_vector_send(raw) for memory_id, raw in rows}
 
