@@ -37,6 +37,12 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 PluginDataOption = Annotated[Optional[str], typer.Option("--plugin-data", hidden=True,
                                                          help="Claude Code's plugin data dir (a fallback like "
                                                               "$CLAUDE_PLUGIN_DATA).")]
+DatabaseUrlOption = Annotated[Optional[str], typer.Option(
+    "--database-url", help="An administrator's URL of a PostgreSQL server (default: RECALL_DATABASE_URL, else "
+                           "storage.url).")]
+BenchDatabaseOption = Annotated[Optional[str], typer.Option(
+    "--database-url", help="Also measure on a PostgreSQL server (an administrator's URL: the bench creates and drops "
+                           "a database of its own).")]
 ProjectOption = Annotated[Optional[str], typer.Option("--project", help="Project path or name (default: the current "
                                                       "directory's project).")]
 

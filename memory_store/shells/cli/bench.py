@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .app import JsonOption, bench_app, emit_json
+from .app import BenchDatabaseOption, JsonOption, bench_app, emit_json
 
 
 @bench_app.command("locomo")
@@ -63,9 +63,7 @@ def bench_latency(
     runs: Annotated[int, typer.Option(min=5)] = 60,
     import_entries: Annotated[int, typer.Option(help="Also time `recall import` of this many transcript "
                                                      "entries with embeddings (0: skip).")] = 10_000,
-    database_url: Annotated[Optional[str], typer.Option("--database-url", help="Also measure on a PostgreSQL "
-                                                        "server (an administrator's URL: the bench creates and drops "
-                                                        "a database of its own).")] = None,
+    database_url: BenchDatabaseOption = None,
     json_output: JsonOption = False,
 ):
     """Wall time per hook event as Claude Code runs them (a fresh process per call) beside bare Python."""
@@ -90,9 +88,7 @@ def bench_latency(
 def bench_size(
     memories: Annotated[str, typer.Option(help="Comma-separated store sizes.")] = "10000,100000,1000000",
     seconds: Annotated[int, typer.Option(min=60, help="Time limit: sizes that would not fit are skipped.")] = 1800,
-    database_url: Annotated[Optional[str], typer.Option("--database-url", help="Also measure on a PostgreSQL "
-                                                        "server (an administrator's URL: the bench creates and drops "
-                                                        "a database of its own).")] = None,
+    database_url: BenchDatabaseOption = None,
     json_output: JsonOption = False,
 ):
     """Database bytes per memory and search time as the store grows (time-limited)."""

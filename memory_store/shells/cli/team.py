@@ -2,35 +2,38 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from ...shared.paths import DataPaths
-from .app import HomeOption, JsonOption, emit_json, team_app
+from .app import DatabaseUrlOption, HomeOption, JsonOption, emit_json, team_app
+
+
+def admin_url(given: Optional[str], home: Optional[Path]):
+    """(the URL to act on: --database-url, else the configured one, and the config); a clear error without one."""
+    from ...core.config import load_config
+    from ...shared.database_url import database_url
+
+    config = load_config(DataPaths(home).config)
+    url = given or database_url(config.storage.url)
+    if not url:
+        raise typer.BadParameter("no database URL: pass --database-url or set RECALL_DATABASE_URL",
+                                 param_hint="--database-url")
+    return url, config
 
 
 @team_app.command("init")
-def team_init(
-    database_url: Annotated[Optional[str], typer.Option("--database-url", help="An administrator's URL (default: "
-                                                        "RECALL_DATABASE_URL, else storage.url).")] = None,
-    home: HomeOption = None,
-    json_output: JsonOption = False,
-):
+def team_init(database_url: DatabaseUrlOption = None, home: HomeOption = None, json_output: JsonOption = False):
     """Create (or upgrade) recall's schema in a PostgreSQL: the pgvector extension, the tables, the group role
     recall_member and row-level security. Run once, as a role that may create extensions and roles
     (usually a superuser); running it again is harmless. Example: recall team init --database-url
     postgresql://postgres@db.internal/recall"""
     from ...api import init_team
-    from ...core.config import load_config
-    from ...shared.database_url import database_url as configured_url
     from ...shared.database_url import masked
 
-    config = load_config(DataPaths(home).config)
-    url = database_url or configured_url(config.storage.url)
-    if not url:
-        raise typer.BadParameter("no database URL: pass --database-url or set RECALL_DATABASE_URL",
-                                 param_hint="--database-url")
+    url, config = admin_url(database_url, home)
     try:
         result = init_team(url, config)
     except RuntimeError as exc:
@@ -48,21 +51,15 @@ def team_init(
 @team_app.command("add-user")
 def team_add_user(
     name: Annotated[str, typer.Argument(help="The new role's name (letters, digits, _ . -).")],
-    database_url: Annotated[Optional[str], typer.Option("--database-url", help="An administrator's URL (default: "
-                                                        "RECALL_DATABASE_URL, else storage.url).")] = None,
+    database_url: DatabaseUrlOption = None,
     home: HomeOption = None,
     json_output: JsonOption = False,
 ):
     """Create a teammate's login role (no superuser, no BYPASSRLS) and print, once, its connection URL with a
     generated password. Example: recall team add-user alice"""
     from ...api import add_team_member
-    from ...core.config import load_config
-    from ...shared.database_url import database_url as configured_url
 
-    url = database_url or configured_url(load_config(DataPaths(home).config).storage.url)
-    if not url:
-        raise typer.BadParameter("no database URL: pass --database-url or set RECALL_DATABASE_URL",
-                                 param_hint="--database-url")
+    url, _config = admin_url(database_url, home)
     try:
         member = add_team_member(url, name)
     except ValueError as exc:
@@ -73,4 +70,3 @@ def team_add_user(
         return
     typer.echo(f"created {name}. Their URL (shown this once; it holds the password):\n{member}")
     typer.echo(f"{name} sets it as RECALL_DATABASE_URL (or storage.url in config.json) on each machine.")
-

@@ -42,6 +42,22 @@ def phrase(lexemes: list[tuple[str, int]]) -> str:
     return parts[0] if len(parts) == 1 else "(" + " ".join(parts) + ")"
 
 
+def scope(where: list[str], args: list, project: str | None, since: float | None, until: float | None,
+          prefix: str = "") -> tuple[list[str], list]:
+    """The conditions of a search's scope, added to `where`/`args`: the project's memories and the global ones
+    (every project's for None), created in [since, until]."""
+    if project is not None:
+        where.append(f"{prefix}project IN (?, ?)")
+        args += [project, GLOBAL_PROJECT]
+    if since is not None:
+        where.append(f"{prefix}created_at >= ?")
+        args.append(since)
+    if until is not None:
+        where.append(f"{prefix}created_at <= ?")
+        args.append(until)
+    return where, args
+
+
 def from_vector_send(raw) -> bytes:
     """pgvector's binary form (2-byte dimension, 2 unused bytes, big-endian float32s) as recall's vector bytes
     (native float32s). Reading this is far cheaper than the text form of 384 numbers."""
@@ -154,16 +170,7 @@ class PgSearch:
         # FTS5's IDF: log((N - n + 0.5) / (n + 0.5)), at least a millionth.
         idf = [max(1e-6, math.log((max(total, holding[x]) - holding[x] + 0.5) / (holding[x] + 0.5))) for x in lexemes]
         a, b, c = (float(w) for w in self.config.ranking.fts_column_weights)
-        where, args = ["m.fts @@ ?::tsquery", "m.superseded_by IS NULL"], [match]
-        if project is not None:
-            where.append("m.project IN (?, ?)")
-            args += [project, GLOBAL_PROJECT]
-        if since is not None:
-            where.append("m.created_at >= ?")
-            args.append(since)
-        if until is not None:
-            where.append("m.created_at <= ?")
-            args.append(until)
+        where, args = scope(["m.fts @@ ?::tsquery", "m.superseded_by IS NULL"], [match], project, since, until, "m.")
         # BM25 in the statement: a query word's weighted count in a memory (text 1, turns before 0.5, after 0.25,
         # FTS5's column weights) is what ts_rank_cd returns for that word alone, C code over the stored tsvector
         # (~1 µs a memory; unnesting the tsvector in SQL cost ~11 µs).
@@ -211,18 +218,8 @@ class PgSearch:
         model = self.team()[0]
         if not model or not vectors:
             return [{} for _ in vectors]
-        where, args = ["embedding IS NOT NULL", "embedding_model = ?"], [model]
-        if live:
-            where.append("superseded_by IS NULL")
-        if project is not None:
-            where.append("project IN (?, ?)")
-            args += [project, GLOBAL_PROJECT]
-        if since is not None:
-            where.append("created_at >= ?")
-            args.append(since)
-        if until is not None:
-            where.append("created_at <= ?")
-            args.append(until)
+        where, args = scope(["embedding IS NOT NULL", "embedding_model = ?"] + (["superseded_by IS NULL"] if live else []),
+                            [model], project, since, until)
         if kinds:
             where.append(f"kind IN ({marks(kinds)})")
             args += list(kinds)

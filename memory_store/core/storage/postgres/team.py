@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from contextlib import contextmanager
 from urllib.parse import quote, urlencode
 
 from ....shared.database_url import masked
@@ -22,15 +23,8 @@ ROLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,62}$")
 
 def init_team(url: str, model: str, dim: int) -> dict:
     """Create or upgrade recall's schema at `url` (see schema.init); idempotent."""
-    conn = connect(url, statement_timeout_ms=None)
-    try:
+    with administering(url, "set up recall") as conn:
         return schema.init(conn, model, dim)
-    except Exception as exc:
-        if type(exc).__module__.startswith("psycopg"):
-            raise StorageUnavailable(f"cannot set up recall at {masked(url)}: {first_line(exc)}") from None
-        raise
-    finally:
-        conn.close()
 
 
 def add_member(url: str, name: str) -> str:
@@ -43,8 +37,7 @@ def add_member(url: str, name: str) -> str:
     from psycopg.conninfo import conninfo_to_dict
 
     password = secrets.token_urlsafe(24)
-    conn = connect(url, statement_timeout_ms=None)
-    try:
+    with administering(url, f"add {name}") as conn:
         if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (name,)).fetchone():
             raise ValueError(f"a role named {name} exists already: choose another name")
         if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (schema.MEMBER_ROLE,)).fetchone() is None:
@@ -53,13 +46,21 @@ def add_member(url: str, name: str) -> str:
         conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {} IN ROLE {} NOSUPERUSER NOCREATEDB NOCREATEROLE "
                              "NOREPLICATION NOBYPASSRLS").format(
             sql.Identifier(name), sql.Literal(verifier), sql.Identifier(schema.MEMBER_ROLE)))
+    return member_url(conninfo_to_dict(url), name, password)
+
+
+@contextmanager
+def administering(url: str, what: str):
+    """A connection without a statement timeout for setup work; the server's errors become one clear line."""
+    conn = connect(url, statement_timeout_ms=None)
+    try:
+        yield conn
     except Exception as exc:
         if type(exc).__module__.startswith("psycopg"):
-            raise StorageUnavailable(f"cannot add {name} at {masked(url)}: {first_line(exc)}") from None
+            raise StorageUnavailable(f"cannot {what} at {masked(url)}: {first_line(exc)}") from None
         raise
     finally:
         conn.close()
-    return member_url(conninfo_to_dict(url), name, password)
 
 
 def member_url(params: dict, user: str, password: str) -> str:
