@@ -30,9 +30,13 @@ def recovery_line(note: dict) -> str:
             "`recall doctor` explains how to recover what it held.")
 
 
-def session_message(paths: DataPaths, config: Config) -> str:
-    """The systemMessage for a new session: every config problem, and a recovered database once."""
+def session_message(paths: DataPaths, config: Config, store=None, embedder=None) -> str:
+    """The systemMessage for a new session: every config problem, a store that refuses this worker's model, and a
+    recovered database once."""
     lines = config_lines(config)
+    mismatch = store.model_mismatch(embedder) if store is not None else None
+    if mismatch:
+        lines.append(f"recall: {mismatch}")
     note = recovery(paths)
     if note and not note.get("told"):
         lines.append(recovery_line(note))

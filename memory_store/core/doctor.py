@@ -62,8 +62,7 @@ def check_store(store: Store, models) -> list[Check]:
     checks = [Check("store", True, detail),
               Check("vector search", usable, vectors, "" if usable else "semantic search is off; lexical search "
                                                                          "still works")]
-    mismatch = getattr(store, "model_mismatch", None)
-    problem = mismatch(models.embedder) if mismatch else None
+    problem = store.model_mismatch(models.embedder)
     if problem:
         checks.append(Check("team model", False, problem, "semantic search is off until the models agree"))
     return checks

@@ -45,7 +45,7 @@ class Context:
 def on_session_start(ctx: Context, event: SessionStart) -> dict:
     ctx.store.open_session(event.session_id, ctx.project, ctx.at, event.transcript_path)
     ctx.store.record(ctx.event_id, None, ctx.at)
-    return session_brief(ctx.store, event, ctx.project, ctx.at) if ctx.respond else {}
+    return session_brief(ctx.store, event, ctx.project, ctx.at, ctx.models) if ctx.respond else {}
 
 
 def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
@@ -227,7 +227,7 @@ def skipped_turn_id(session_id: str, prompt_id: str) -> str:
     return f"skipped-turn:{session_id}:{prompt_id}"
 
 
-def session_brief(store: Store, event: SessionStart, project: str, now: float) -> dict:
+def session_brief(store: Store, event: SessionStart, project: str, now: float, models=None) -> dict:
     """SessionStart: offer the brief of the hot tier (tiers.brief). A new session (startup, clear) gets
     what earlier sessions settled; after compaction the session's own recent work comes back too,
     since the summary replaced it; a resumed session only gets what it has not been shown yet."""
@@ -245,7 +245,7 @@ def session_brief(store: Store, event: SessionStart, project: str, now: float) -
                          [(i, "recent work in this project (the SessionStart brief)") for i in ids])
     output = inject.hook_output("SessionStart", text)
     if event.source != "compact":  # once per session: what recall could not use or had to repair
-        message = alerts.session_message(store.paths, store.config)
+        message = alerts.session_message(store.paths, store.config, store, getattr(models, "embedder", None))
         if message:
             output["systemMessage"] = message
     return output

@@ -56,6 +56,10 @@ class Store(Memories, Sessions, Sharing, Places, Upkeep, RamVectors, ABC):
         cache = getattr(self._scope, "cache", None)
         return None if cache is None else cache.setdefault((id(self), name), {})
 
+    def model_mismatch(self, embedder) -> str | None:
+        """Why this worker's embedding model cannot be used with the vectors stored here (None: it can)."""
+        return None
+
     def set_damaged_aside(self, error: str) -> str | None:
         """Move a damaged database out of the way (a new one starts); returns where it went, or None."""
         return None

@@ -77,6 +77,32 @@ END $$;
 CREATE TRIGGER memories_index BEFORE INSERT OR UPDATE OF text, context_before, context_after
     ON {SCHEMA}.memories FOR EACH ROW EXECUTE FUNCTION {SCHEMA}.index_memory();
 
+-- How many memories (this role may read) hold a word (`q`; NULL: any) in a project (NULL: any): the planner's
+-- estimate when it says the word is common (counting thousands of rows, each checked against the row-level
+-- policy, costs tens of milliseconds), an exact count when it says rare (cheap). For BM25's IDF and for the
+-- rule that a match in a big project must hold one of the rarer words (search.py).
+CREATE FUNCTION {SCHEMA}.estimated_count(q tsquery, in_project text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    query text := 'SELECT 1 FROM {SCHEMA}.memories WHERE true';
+    plan json;
+    estimate double precision;
+    found bigint;
+BEGIN
+    IF q IS NOT NULL THEN
+        query := query || ' AND fts @@ ' || quote_literal(q::text) || '::tsquery';
+    END IF;
+    IF in_project IS NOT NULL THEN
+        query := query || ' AND project IN (' || quote_literal(in_project) || ', ''(global)'')';
+    END IF;
+    EXECUTE 'EXPLAIN (FORMAT JSON) ' || query INTO plan;
+    estimate := (plan -> 0 -> 'Plan' ->> 'Plan Rows')::double precision;
+    IF estimate >= 100 THEN
+        RETURN estimate::bigint;
+    END IF;
+    EXECUTE 'SELECT count(*) FROM (' || query || ') AS matching' INTO found;
+    RETURN found;
+END $$;
+
 -- Which memories' vectors changed (stored, dropped, shared, unshared, renamed, deleted), and by which
 -- transaction: what a worker's RAM copy of recent vectors follows (feed.py).
 CREATE TABLE {SCHEMA}.vector_changes (

@@ -21,10 +21,10 @@ from ....shared.projects import GLOBAL_PROJECT
 from ..base import CONVERSATION_KINDS, MEMORY_COLUMNS, marks
 
 K1, B = 1.2, 0.75  # BM25's constants, FTS5's values
-MATCH_BUDGET = 5_000  # matches scored per query at most: beyond, the newest (see lexical_candidates)
-EXACT_SEARCH_MAX = 20_000  # a project with at most this many memories is searched without the HNSW index
+MATCH_BUDGET = 2_000  # matches scored per query at most: beyond, the newest (see lexical_candidates)
+EXACT_SEARCH_MAX = 2_000  # a project with at most this many memories is searched without the HNSW index
 STATS_TTL_SECONDS = 300.0  # how long the table's size and mean length are reused
-COMMON_COUNT = 200  # how many memories hold a word before its count is worth keeping a while
+COMMON_COUNT = 50  # how many memories hold a word before its count is worth keeping a while (term_frequency.py)
 
 
 def tsquery_literal(lexeme: str) -> str:
@@ -106,15 +106,10 @@ class PgSearch:
                                                project)
 
     def _count_holding(self, project: str | None, term: str | None) -> int:
-        where, args = [], []
-        if project is not None:
-            where.append("project IN (?, ?)")
-            args += [project, GLOBAL_PROJECT]
-        if term is not None:
-            where.append("fts @@ phraseto_tsquery('english', plain(?))")
-            args.append(term)
-        return self.db.value("SELECT count(*) FROM memories" + (" WHERE " + " AND ".join(where) if where else ""),
-                             args, default=0)
+        """(schema.py's estimated_count: the planner's estimate for a common word, an exact count for a rare one)"""
+        query = "phraseto_tsquery('english', plain(?))" if term is not None else "NULL::tsquery"
+        return self.db.value(f"SELECT estimated_count({query}, ?)", [*([term] if term is not None else []), project],
+                             default=0)
 
     def _table_stats(self) -> tuple[float, float]:
         """(memories, mean length in words) of what this role can read, kept STATS_TTL_SECONDS. A big table
@@ -135,8 +130,9 @@ class PgSearch:
         return stats
 
     def _holding(self, lexemes: list[str]) -> dict[str, int]:
-        """lexeme -> how many memories hold it; common lexemes' counts are kept STATS_TTL_SECONDS (a rare
-        one is quick to count again, and may be one memory's secret)."""
+        """lexeme -> how many memories hold it (estimated when common: schema.py's estimated_count); common
+        lexemes' counts are kept STATS_TTL_SECONDS (a rare one is quick to count again, and may be one memory's
+        secret)."""
         now = time.monotonic()
         counts, missing = {}, []
         for lexeme in lexemes:
@@ -146,8 +142,8 @@ class PgSearch:
             else:
                 missing.append(lexeme)
         if missing:
-            rows = self.db.all("SELECT l, (SELECT count(*) FROM memories WHERE fts @@ l::tsquery) "
-                               "FROM unnest(?::text[]) AS l", ([tsquery_literal(x) for x in missing],))
+            rows = self.db.all("SELECT l, estimated_count(l::tsquery, NULL) FROM unnest(?::text[]) AS l",
+                               ([tsquery_literal(x) for x in missing],))
             for lexeme, (_, count) in zip(missing, rows):
                 counts[lexeme] = count
                 if count >= COMMON_COUNT:
@@ -178,19 +174,20 @@ class PgSearch:
         counts = ", ".join(f"ts_rank_cd({weights}, m.fts, ?::tsquery) AS t{i}" for i in range(len(lexemes)))
         saturation = f"{K1} * ({1 - B} + {B} * m.doc_len / ?)"
         score = " + ".join(f"? * f.t{i} * {K1 + 1} / (f.t{i} + {saturation})" for i in range(len(lexemes)))
-        source = "memories m"
+        source, source_args = "memories m", []
         if sum(holding.values()) > MATCH_BUDGET:
-            # Words most memories hold: score the newest MATCH_BUDGET matches (~10 ms), not every one (a
-            # second a million memories); the dense search still reaches every memory.
-            source = (f"(SELECT * FROM memories m WHERE {' AND '.join(where)} ORDER BY m.created_at DESC "
+            # Words most memories hold: only the newest MATCH_BUDGET memories of the scope are read for them (by
+            # the time index: ~10 ms), not every match (a second at a million memories); the dense search still
+            # reaches every memory.
+            source = (f"(SELECT * FROM memories m WHERE {' AND '.join(where[1:])} ORDER BY m.created_at DESC "
                       f"LIMIT {MATCH_BUDGET}) AS m")
+            source_args = args[1:]
         sql = (f"SELECT m.id, {score} AS score FROM {source} CROSS JOIN LATERAL (SELECT {counts}) AS f "
                f"WHERE {' AND '.join(where)} ORDER BY score DESC, m.id DESC LIMIT ?")
         column_weights = [0.0, c, b, a]  # ts_rank_cd's order: D, C, B, A
         score_args = [arg for i in range(len(lexemes)) for arg in (idf[i], mean_length)]
         count_args = [arg for lexeme in lexemes for arg in (column_weights, tsquery_literal(lexeme))]
-        rows = self.db.all(sql, [*score_args, *args, *count_args, *args, n] if source != "memories m"
-                           else [*score_args, *count_args, *args, n])
+        rows = self.db.all(sql, [*score_args, *source_args, *count_args, *args, n])
         return {memory_id: float(score) for memory_id, score in rows}
 
     def indexed_texts(self, project: str) -> list[tuple[str, str, str]]:
