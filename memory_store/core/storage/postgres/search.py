@@ -166,28 +166,32 @@ class PgSearch:
         # FTS5's IDF: log((N - n + 0.5) / (n + 0.5)), at least a millionth.
         idf = [max(1e-6, math.log((max(total, holding[x]) - holding[x] + 0.5) / (holding[x] + 0.5))) for x in lexemes]
         a, b, c = (float(w) for w in self.config.ranking.fts_column_weights)
-        where, args = scope(["m.fts @@ ?::tsquery", "m.superseded_by IS NULL"], [match], project, since, until, "m.")
-        # BM25 in the statement: a query word's weighted count in a memory (text 1, turns before 0.5, after 0.25,
-        # FTS5's column weights) is what ts_rank_cd returns for that word alone, C code over the stored tsvector
-        # (~1 µs a memory; unnesting the tsvector in SQL cost ~11 µs).
-        weights = "?::float4[]"
-        counts = ", ".join(f"ts_rank_cd({weights}, m.fts, ?::tsquery) AS t{i}" for i in range(len(lexemes)))
-        saturation = f"{K1} * ({1 - B} + {B} * m.doc_len / ?)"
-        score = " + ".join(f"? * f.t{i} * {K1 + 1} / (f.t{i} + {saturation})" for i in range(len(lexemes)))
-        source, source_args = "memories m", []
+        where, args = scope(["m.superseded_by IS NULL"], [], project, since, until, "m.")
+        # The rows scored: the matches (by the GIN index), or, for words most memories hold, the newest MATCH_BUDGET
+        # memories of the scope (by the time index: ~10 ms), not every match (a second at a million memories); the
+        # dense search still reaches every memory. Each row's tsvector is read out of TOAST once (`|| ''`), not
+        # once per word scored.
         if sum(holding.values()) > MATCH_BUDGET:
-            # Words most memories hold: only the newest MATCH_BUDGET memories of the scope are read for them (by
-            # the time index: ~10 ms), not every match (a second at a million memories); the dense search still
-            # reaches every memory.
-            source = (f"(SELECT * FROM memories m WHERE {' AND '.join(where[1:])} ORDER BY m.created_at DESC "
-                      f"LIMIT {MATCH_BUDGET}) AS m")
-            source_args = args[1:]
-        sql = (f"SELECT m.id, {score} AS score FROM {source} CROSS JOIN LATERAL (SELECT {counts}) AS f "
-               f"WHERE {' AND '.join(where)} ORDER BY score DESC, m.id DESC LIMIT ?")
+            source = (f"SELECT m.id, m.doc_len, m.fts || ''::tsvector AS fts FROM memories m WHERE {' AND '.join(where)} "
+                      f"ORDER BY m.created_at DESC LIMIT {MATCH_BUDGET}")
+            source_args, match_outside = args, True
+        else:
+            source = (f"SELECT m.id, m.doc_len, m.fts || ''::tsvector AS fts FROM memories m "
+                      f"WHERE m.fts @@ ?::tsquery AND {' AND '.join(where)} OFFSET 0")
+            source_args, match_outside = [match, *args], False
+        # BM25 in the statement: a query word's weighted count in a memory (text 1, turns before 0.5, after 0.25,
+        # FTS5's column weights) is what ts_rank_cd returns for that word alone, C code over the tsvector. A word
+        # half the memories hold (IDF at its floor, a millionth) beside a rarer one changes no order: left out.
+        scored = [i for i in range(len(lexemes)) if idf[i] > 1e-6] or list(range(len(lexemes)))
+        counts = ", ".join(f"ts_rank_cd(?::float4[], m.fts, ?::tsquery) AS t{i}" for i in scored)
+        saturation = f"{K1} * ({1 - B} + {B} * m.doc_len / ?)"
+        score = " + ".join(f"? * f.t{i} * {K1 + 1} / (f.t{i} + {saturation})" for i in scored)
+        sql = (f"SELECT m.id, {score} AS score FROM ({source}) AS m CROSS JOIN LATERAL (SELECT {counts} OFFSET 0) AS f "
+               + ("WHERE m.fts @@ ?::tsquery " if match_outside else "") + "ORDER BY score DESC, m.id DESC LIMIT ?")
         column_weights = [0.0, c, b, a]  # ts_rank_cd's order: D, C, B, A
-        score_args = [arg for i in range(len(lexemes)) for arg in (idf[i], mean_length)]
-        count_args = [arg for lexeme in lexemes for arg in (column_weights, tsquery_literal(lexeme))]
-        rows = self.db.all(sql, [*score_args, *source_args, *count_args, *args, n])
+        score_args = [arg for i in scored for arg in (idf[i], mean_length)]
+        count_args = [arg for i in scored for arg in (column_weights, tsquery_literal(lexemes[i]))]
+        rows = self.db.all(sql, [*score_args, *source_args, *count_args, *([match] if match_outside else []), n])
         return {memory_id: float(score) for memory_id, score in rows}
 
     def indexed_texts(self, project: str) -> list[tuple[str, str, str]]:
