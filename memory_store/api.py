@@ -23,7 +23,7 @@ from .core import doctor, forgetting, gate, jobs, router
 from .core.config import Config, load_config
 from .core.embed import Models
 from .core.records import Hit, Memory
-from .core.search import search as run_search
+from .core.search import Shown, current_only, relevant, search as run_search
 from .core.stats import hook_latency
 from .core.storage import open_store
 from .shared.files import ensure_private_dir
@@ -77,9 +77,16 @@ class Recall:
 
     # --- reading ---------------------------------------------------------------------------------
 
-    def search(self, query: str, limit: int = 10, project: str | None = None, **options) -> list[Hit]:
-        """Best memories for `query` (see core.search.search for the options)."""
-        return run_search(self.store, self.models, query, limit, project, **options)
+    def search(self, query: str, limit: int = 10, project: str | None = None, *, shown: Shown | None = None,
+               **options) -> list[Hit]:
+        """Best memories for `query` (see core.search.search for the options). `shown`: as the search surfaces
+        show them: "relevant", only those with evidence of being about it (core.search.relevant; maybe none),
+        as they stand now (an old value a newer hit changed left out); "all", every hit. Either way a hit whose
+        value a newer memory changed says so first (core.search.current_only)."""
+        hits = run_search(self.store, self.models, query, limit, project, **options)
+        if shown == "relevant":
+            return current_only(self.store, relevant(hits, query, self.config.search))
+        return current_only(self.store, hits, drop=False) if shown == "all" else hits
 
     def explain(self, prompt: str, project: str, now: float | None = None):
         """What UserPromptSubmit would inject for `prompt` in `project`, and why: a dry run (nothing is
@@ -220,6 +227,9 @@ class Recall:
                 item["text"] = memory.text if memory else None
         return receipts
 
+    def known_session(self, session_id: str) -> bool:
+        return self.store.known_session(session_id)
+
     def projects(self) -> list[dict]:
         """Each project (its name: the repository's remote, else its path) with its memory count, last
         activity and the local paths seen for it on every machine (`paths`: host, path, last_seen)."""
@@ -278,24 +288,35 @@ def open_recall(home: str | os.PathLike | None = None, config: Config | None = N
 
 
 def search_anywhere(home: str | os.PathLike | None, query: str, limit: int = 10,
-                    project: str | None = None, place: str | None = None) -> list[Hit]:
+                    project: str | None = None, place: str | None = None, shown: Shown = "relevant") -> list[Hit]:
     """Search through the running worker (it holds the model: fast) or, without one, in this
     process after ingesting the spool and embedding a small backlog, so the answer is complete.
-    `place`: the project's local root, noted as where it lives (see Store.note_project_path)."""
+    `place`: the project's local root, noted as where it lives (see Store.note_project_path);
+    `shown`: "relevant" or "all" (Recall.search)."""
     paths = DataPaths(home)
-    hits = worker_client.search(paths, query, limit, project, place)
+    hits = worker_client.search(paths, query, limit, project, place, shown)
     if hits is not None:
         return [Hit.model_validate(hit) for hit in hits]
     with open_recall(paths.home) as recall:
-        if place and project:
-            recall.store.note_project_path(project, place)
-        recall.ingest_spool()
-        if 0 < recall.store.pending_embeddings() <= IN_PROCESS_EMBED_LIMIT:
-            recall.embed_pending()
-        return recall.search(query, limit=limit, project=project)
+        if not recall.store.read_only:  # a read-only data dir is searched as it is
+            if place and project:
+                recall.store.note_project_path(project, place)
+            recall.ingest_spool()
+            if 0 < recall.store.pending_embeddings() <= IN_PROCESS_EMBED_LIMIT:
+                recall.embed_pending()
+        return recall.search(query, limit=limit, project=project, shown=shown)
 
 
 IN_PROCESS_EMBED_LIMIT = 500  # without a worker, a search embeds a backlog up to this size first
+
+
+def status(home: str | os.PathLike | None = None) -> dict:
+    """`recall status`: the worker, pauses, the data dir, what waits, config problems (core/status.py). Does not
+    open the store: it works when the store is what is wrong."""
+    from .core.status import collect
+
+    paths = DataPaths(home)
+    return collect(paths, load_config(paths.config))
 
 
 def init_team(url: str, config: Config | None = None) -> dict:

@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -253,3 +254,71 @@ def backend(request, home, monkeypatch) -> str:
     else:
         monkeypatch.delenv("RECALL_DATABASE_URL", raising=False)
     return request.param
+
+
+# --- driving sessions in process, and the CLI ---------------------------------------------------------
+
+
+DAY = 86400.0
+
+
+class Project:
+    """Feeds sessions of one project through Recall.handle_event, the way the hooks deliver them."""
+
+    def __init__(self, recall, path, now):
+        self.recall, self.path, self.clock = recall, str(path), now - 3 * DAY
+
+    def fire(self, name, session, **changes):
+        self.clock += 30
+        payload = load_payload(name, session_id=session, cwd=self.path, **changes)
+        return self.recall.handle_event({"event_id": uuid.uuid4().hex, "received_at": self.clock,
+                                         "payload": payload})
+
+    def session(self, *turns, tools=()):
+        """turns: (prompt, answer) pairs; tools: (turn index, command, output) Bash calls."""
+        session = str(uuid.uuid4())
+        self.fire("SessionStart-startup", session)
+        for index, (prompt, answer) in enumerate(turns):
+            turn = str(uuid.uuid4())
+            self.fire("UserPromptSubmit", session, prompt=prompt, prompt_id=turn)
+            for _, command, output in [t for t in tools if t[0] == index]:
+                self.fire("PostToolUse-Bash", session, prompt_id=turn, tool_input={"command": command},
+                          tool_response={"stdout": output, "stderr": "", "interrupted": False})
+            self.fire("Stop", session, prompt_id=turn, last_assistant_message=answer)
+        self.fire("SessionEnd-other", session)
+        self.recall.embed_pending()
+
+    def ask(self, prompt):
+        """A new session's first prompt: what UserPromptSubmit injects."""
+        session = str(uuid.uuid4())
+        out = self.fire("UserPromptSubmit", session, prompt=prompt, prompt_id=str(uuid.uuid4()))
+        return (out.get("hookSpecificOutput") or {}).get("additionalContext", "")
+
+    def start(self):
+        out = self.fire("SessionStart-startup", str(uuid.uuid4()))
+        return (out.get("hookSpecificOutput") or {}).get("additionalContext", "")
+
+
+@pytest.fixture
+def recall(home):
+    r = open_recall(home)
+    yield r
+    r.close()
+
+
+@pytest.fixture
+def demo(recall, project):
+    return Project(recall, project, time.time())
+
+
+def run_cli(*args, ok=True):
+    """`recall ARGS...` in process (typer's runner); `ok`: it must exit 0."""
+    from typer.testing import CliRunner
+
+    from memory_store.shells.cli import app
+
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    if ok:
+        assert result.exit_code == 0, result.output
+    return result
+

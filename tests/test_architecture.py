@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -179,3 +180,25 @@ def json_bytes(payload) -> bytes:
     import json
 
     return json.dumps(payload).encode()
+
+
+def test_every_relative_link_in_the_docs_resolves():
+    """A link from one Markdown file to another (or to an image) points at a file that exists."""
+    broken = []
+    for doc in [ROOT / "README.md", *ROOT.glob("docs/**/*.md"), *ROOT.glob("tests/**/*.md"), *ROOT.glob("*.md")]:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", doc.read_text(encoding="utf-8")):
+            if "://" in target or target.startswith("mailto:"):
+                continue
+            if not (doc.parent / target).exists():
+                broken.append(f"{doc.relative_to(ROOT)} -> {target}")
+    assert not broken, broken
+
+
+def test_the_readme_lists_every_command():
+    from memory_store.shells.cli import app
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    names = [c.name or c.callback.__name__ for c in app.registered_commands]
+    names += [g.name for g in app.registered_groups]
+    missing = [name for name in names if f"recall {name}" not in readme]
+    assert not missing, missing

@@ -6,27 +6,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 
-from typer.testing import CliRunner
 
-from memory_store import open_recall
-from memory_store.shells.cli import app
+from memory_store import __version__, open_recall
 from memory_store.shared.projects import GLOBAL_PROJECT
 
-from conftest import ROOT, stop_worker
+from conftest import ROOT, run_cli, stop_worker
 from test_hooks import FACT, first_session, session
 
-runner = CliRunner()
-
-
-def cli(*args, ok=True):
-    result = runner.invoke(app, [str(a) for a in args])
-    if ok:
-        assert result.exit_code == 0, result.output
-    return result
+cli = run_cli
 
 
 def memories(home, project=None):
@@ -61,7 +53,7 @@ def test_pin_unpin_and_unknown_ids(home, project):
 def test_injection_receipts_say_what_why_and_into_which_prompt(hooks, home, project):
     first_session(hooks, project)
     send = session(hooks, project)
-    send("SessionStart-startup")
+    # No SessionStart first: its brief would show the fact, and a session is shown a memory once.
     send("UserPromptSubmit", prompt="How do staging deploys work again, which script and flag?", prompt_id="q1")
     receipts = json.loads(cli("injections", "--json", "--home", home).stdout)
     prompt_receipt = next(r for r in receipts if r["hook"] == "UserPromptSubmit")
@@ -150,6 +142,44 @@ def test_projects_lists_counts_and_activity(home, project, other_project):
     assert "2 memories, last activity just now" in cli("projects", "--home", home).stdout
 
 
+def test_commands_say_what_they_did_in_words_and_in_json(hooks, home, project, tmp_path, monkeypatch):
+    """Every command that changes something has --json; a no-op says so; counts read as words."""
+    cli("remember", "deploys need the --canary flag", "--project", project, "--home", home)
+    memory_id = memories(home)[0].id
+    assert json.loads(cli("pin", memory_id, "--json", "--home", home).stdout) == {
+        "pinned": [memory_id], "already_pinned": [], "not_found": []}
+    assert f"#{memory_id} was already pinned" in cli("pin", memory_id, "--home", home).stdout
+    assert f"unpinned #{memory_id}" in cli("unpin", memory_id, "--home", home).stdout
+    assert f"#{memory_id} was not pinned" in cli("unpin", memory_id, "--home", home).stdout
+    assert json.loads(cli("unpin", memory_id, "--json", "--home", home).stdout)["not_pinned"] == [memory_id]
+
+    paused = json.loads(cli("pause", "--project", project, "--for", "1h", "--json", "--home", home).stdout)
+    assert paused["paused"] == str(project) and paused["until"] > time.time()
+    assert json.loads(cli("resume", "--project", project, "--json", "--home", home).stdout) == {
+        "resumed": str(project), "still_paused": []}
+    exported = json.loads(cli("export", "--project", project, "--output", tmp_path / "out.jsonl", "--json",
+                              "--home", home).stdout)
+    assert exported["exported"] == 1 and exported["file"].endswith("out.jsonl")
+
+    unknown = cli("injections", "--session", "no-such-session", "--home", home, ok=False)
+    assert unknown.exit_code == 1 and "no session no-such-session" in unknown.output
+    assert "1 memory in 1 project" in cli("stats", "--home", home).stdout
+
+    # Outside any repository, a search scoped to the folder points at the flags that reach further.
+    monkeypatch.chdir(tmp_path)
+    out = cli("search", "canary flag", "--home", home).stdout
+    assert "Nothing relevant found" in out and "--all-projects" in out
+
+
+def test_stats_reads_without_jargon_or_microseconds(hooks, home, project):
+    first_session(hooks, project)
+    stop_worker(home)
+    out = cli("stats", "--home", home).stdout
+    assert "workerafterstart" not in out and "answered by the worker" in out
+    assert not re.search(r"\d\d:\d\d:\d\d\.\d", out), out
+    assert re.search(r"span +\d{4}-\d\d-\d\d \d\d:\d\d … ", out), out
+
+
 def test_help_shows_plain_flags():
     out = cli("search", "--help").stdout
     assert "--json" in out and "<bool>" not in out
@@ -179,9 +209,10 @@ class McpSession:
         self.proc.stdin.write((json.dumps(message) + "\n").encode())
         self.proc.stdin.flush()
 
-    def call(self, tool, **arguments):
+    def call(self, tool, error=False, **arguments):
+        """A tool's text; `error`: the call must be a tool error (isError), not a result."""
         reply = self.request("tools/call", {"name": tool, "arguments": arguments})
-        assert "result" in reply, reply
+        assert "result" in reply and bool(reply["result"].get("isError")) == error, reply
         return "\n".join(c.get("text", "") for c in reply["result"]["content"])
 
     def close(self):
@@ -201,6 +232,7 @@ def test_mcp_tools_over_stdio(hooks, home, project):
         init = mcp.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                           "clientInfo": {"name": "test", "version": "1"}})
         assert init["result"]["serverInfo"]["name"] == "recall"
+        assert init["result"]["serverInfo"]["version"] == __version__
         mcp.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         tools = {t["name"]: t for t in mcp.request("tools/list")["result"]["tools"]}
         assert {"search", "timeline", "get_memories", "remember"} <= set(tools)
@@ -218,7 +250,9 @@ def test_mcp_tools_over_stdio(hooks, home, project):
 
         stored = mcp.call("remember", text="from now on, use ruff instead of flake8", scope="global")
         assert "Remembered as #" in stored and "every project" in stored
-        assert "Not stored" in mcp.call("remember", text="x", scope="team")
+        assert "Not stored" in mcp.call("remember", error=True, text="x", scope="team")
+        # Nothing recall holds is about this: it says so rather than listing whatever ranks first.
+        assert "Nothing relevant found" in mcp.call("search", query="zzqxj wombat", limit=10)
         big = mcp.call("search", query="deploy " * 200, limit=100)
         assert len(big) <= 8000
     finally:

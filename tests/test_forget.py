@@ -7,14 +7,10 @@ import json
 import time
 import uuid
 
-from typer.testing import CliRunner
-
-from conftest import load_payload, stop_worker, stored, wait_until_embedded
+from conftest import load_payload, run_cli, stop_worker, stored, wait_until_embedded
 from memory_store import open_recall
 from memory_store.core.records import MemoryDraft
-from memory_store.shells.cli import app
 
-runner = CliRunner()
 CODENAME = "ZebrafishQuartz9731"  # not a secret (redaction would hide the point): a distinctive string
 
 
@@ -47,11 +43,7 @@ def play(hooks, project, prompts: list[tuple[str, str]]) -> str:
     return session_id
 
 
-def invoke(*args, ok=True):
-    result = runner.invoke(app, [str(a) for a in args])
-    if ok:
-        assert result.exit_code == 0, result.output
-    return result
+invoke = run_cli
 
 
 def test_forgotten_text_leaves_every_file_of_the_data_dir(hooks, home, project):

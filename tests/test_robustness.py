@@ -193,7 +193,10 @@ def test_unwritable_data_dir_does_not_affect_claude_code(hooks, home, project):
         payload = load_payload(name, cwd=str(project))
         result = hooks.run(payload["hook_event_name"], payload)
         assert_well_behaved(result)
-        assert result.stdout.strip() == ""
+        if name.startswith("SessionStart"):  # the user is told, once per session, and Claude gets nothing
+            assert set(result.output) == {"systemMessage"} and "cannot write its data dir" in result.output["systemMessage"]
+        else:
+            assert result.stdout.strip() == ""
         assert "recall" in result.stderr  # a clear message where the log cannot go
 
 

@@ -67,7 +67,7 @@ def test_viewer_in_chromium(hooks, home, project, browser, viewer, tmp_path):
     shots.mkdir(parents=True, exist_ok=True)
     first_session(hooks, project)
     send = session(hooks, project)
-    send("SessionStart-startup")
+    # No SessionStart first: its brief would show the fact, and a session is shown a memory once.
     send("UserPromptSubmit", prompt="How do staging deploys work again, which script and flag?", prompt_id="q1")
     stop_worker(DataPaths(home))  # politely: the browser's environment names this data dir too
     base, token = viewer.split("/?token=")
@@ -87,19 +87,35 @@ def test_viewer_in_chromium(hooks, home, project, browser, viewer, tmp_path):
     assert rows.count() >= 2 and "--canary" in page.inner_text("table")
     page.screenshot(path=str(shots / "viewer-search.png"), full_page=True)
 
+    # A query about nothing recall holds: says so, and offers the closest matches anyway.
+    page.goto(f"{base}/search?token={token}&q=zzqxj+wombat&project={project}")
+    assert "Nothing relevant found" in page.inner_text("main") and page.locator("table").count() == 0
+    page.get_by_role("link", name="show the closest matches anyway").click()
+    assert "all=1" in page.url and page.get_by_role("link", name="only what is relevant").count() == 1
+
+    page.goto(f"{base}/search?token={token}&q=canary+flag&project={project}&kind=prompt")
     page.locator("table a").first.click()
     assert "Timeline" in page.inner_text("main")
     memory_id = int(re.search(r"/memory/(\d+)", page.url).group(1))
     page.screenshot(path=str(shots / "viewer-memory.png"), full_page=True)
     page.get_by_role("button", name="Pin").click()
     assert "pinned" in page.inner_text(".card")
-    page.get_by_role("button", name="Forget for good").click()
+    # Forgetting asks first, on a page of its own (no script): "Keep it" keeps it, the button deletes.
+    page.get_by_role("link", name="Forget for good").click()
+    assert f"Forget #{memory_id} for good?" in page.inner_text("main")
+    page.screenshot(path=str(shots / "viewer-forget.png"), full_page=True)
+    page.get_by_role("link", name="Keep it").click()
+    with open_recall(home, load_models=False) as recall:
+        assert [m.id for m in recall.get([memory_id])] == [memory_id]
+    page.get_by_role("link", name="Forget for good").click()
+    page.get_by_role("button", name=f"Forget #{memory_id} for good").click()
     page.goto(f"{base}/memory/{memory_id}?token={token}")
     assert f"No memory #{memory_id}" in page.inner_text("main")
     with open_recall(home, load_models=False) as recall:
         assert recall.get([memory_id]) == []
 
-    # Without the token, or with a wrong one: 403, for pages and for actions alike.
+    # Without the token, or with a wrong one: 403, for pages and for actions alike; a forget without the
+    # confirmation deletes nothing.
     for url, data in ((f"{base}/", None), (f"{base}/search?q=canary", None), (f"{base}/?token=wrong", None),
                       (f"{base}/memory/1/forget", b"token=wrong")):
         with pytest.raises(urllib.error.HTTPError) as refused:

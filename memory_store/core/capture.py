@@ -53,9 +53,9 @@ def tidy(text: str) -> str:
     return _BLANK_LINES.sub("\n\n", text).strip()
 
 
-def finish(text: str, limit: int) -> str:
-    """The last step for every captured string."""
-    return cap(tidy(neutralize(clean(text))), limit)
+def finish(text: str, limit: int, *, keep_ends: bool = False) -> str:
+    """The last step for every captured string; `keep_ends`: a long text keeps its head and its tail."""
+    return (cap_middle if keep_ends else cap)(tidy(neutralize(clean(text))), limit)
 
 
 def importance(kind: str, text: str) -> float:
@@ -223,7 +223,7 @@ def prompt_memory(prompt: str, cfg: CaptureConfig, project: str, session_id: str
     """A user prompt, unless it is empty, private or one of recall's own commands."""
     if prompt.lstrip().startswith(RECALL_COMMAND_PREFIX):
         return None
-    text = finish(prompt, cfg.max_prompt_chars)
+    text = finish(prompt, cfg.max_prompt_chars, keep_ends=True)  # a pasted log asks its question at the end
     if not text or text == "[private]":
         return None
     return MemoryDraft(project=project, session_id=session_id, kind="prompt", text=text, created_at=at,
@@ -240,6 +240,6 @@ def exchange_memory(prompt: str | None, answer: str, cfg: CaptureConfig, project
         return None
     meta = dict(meta or {})
     if prompt:
-        meta["prompt"] = finish(prompt, PROMPT_PREVIEW_CHARS)
+        meta["prompt"] = finish(prompt, PROMPT_PREVIEW_CHARS, keep_ends=True)
     return MemoryDraft(project=project, session_id=session_id, kind="exchange", text=text, created_at=at,
                        importance=importance("exchange", f"{prompt or ''} {text}"), meta=meta)

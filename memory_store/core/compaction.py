@@ -10,12 +10,13 @@ SessionStart(source=compact) re-offers the latest work from the store (tiers.bri
 from __future__ import annotations
 
 from ..shared.text import one_line
-from . import sentences
+from . import inject, sentences, versions
 from .records import Memory
 from .storage import Store
 
 FACT_KINDS = ("exchange", "prompt", "error", "note")
 MAX_CANDIDATES = 400  # the session's latest memories looked at
+MAX_CHECKED = 40  # the densest of them checked for values changed later (a few ms each)
 FACT_CHARS = 260  # one fact, summarized to its densest sentences
 HEADER = ("recall (memory plugin): keep these facts from this session in the summary, with their exact values, "
           "paths, commands and error messages:")
@@ -29,9 +30,16 @@ def key_facts(store: Store, session_id: str, project: str, since: float, budget:
     # An answered prompt is shown by its exchange (question → answer), not twice.
     memories = [m for m in memories if not (m.kind == "prompt" and str(m.meta.get("prompt_id")) in answered)]
     scored = sorted(memories, key=lambda m: -_weight(m))
+    # A value the session changed later is handed over as it stands now: the older statement goes (its newer one
+    # is among the facts), or says first that it was changed.
+    newer = versions.newer_versions(store, scored[:MAX_CHECKED])
+    listed = {m.id for m in memories}
+    scored = [m for m in scored if not any(n.id in listed for n in newer.get(m.id, ()))]
     lines, used = [], len(HEADER) + 1
     for memory in scored:
-        line = "- " + _label(memory, answered) + one_line(sentences.summarize(_text(memory), FACT_CHARS), FACT_CHARS)
+        note = inject.outdated_note(memory, newer[memory.id]) + " " if memory.id in newer else ""
+        line = "- " + note + _label(memory, answered) + one_line(sentences.summarize(_text(memory), FACT_CHARS),
+                                                                  FACT_CHARS)
         if used + len(line) + 1 > budget:
             continue
         lines.append((memory.created_at.timestamp(), memory.id, line))

@@ -77,6 +77,16 @@ class GateConfig(_Section):
         "'where', a value for 'how long', a rule for 'can I' …; intent.ASKS).")
 
 
+class SearchConfig(_Section):
+    """What the search surfaces show (CLI `search`, /recall:log-search, the MCP `search` tool, the viewer): hits with
+    enough evidence of being about the query, else "nothing relevant" (core/search.py `relevant`). `--all` shows
+    everything. Measured on the coding-recall development set (README, "Search")."""
+
+    floor: float = Field(0.5, ge=0, description="Evidence a hit needs to be shown: its cosine similarity to the query "
+                         "plus `coverage_weight` times the share of the query's distinctive words it holds.")
+    coverage_weight: float = Field(0.5, ge=0, description="Weight of the words a hit shares with the query.")
+
+
 class ContextConfig(_Section):
     """Neighbouring turns indexed with each conversational memory (for matching, never shown)."""
 
@@ -234,6 +244,7 @@ class Config(_Section):
     capture: CaptureConfig = CaptureConfig()
     cues: CueConfig = CueConfig()
     gate: GateConfig = GateConfig()
+    search: SearchConfig = SearchConfig()
     context: ContextConfig = ContextConfig()
     tiers: TierConfig = TierConfig()
     inject: InjectConfig = InjectConfig()

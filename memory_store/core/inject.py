@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..shared.projects import GLOBAL_PROJECT
-from ..shared.text import cap
+from ..shared.text import cap_readable
 from . import sentences, versions
 from .capture import INJECTION_TAG
 from .records import Hit, Memory
@@ -58,33 +58,52 @@ def kind_label(memory: Memory | Hit) -> str:
     return f"{label} · team, by {memory.owner}" if memory.visibility == "team" and memory.owner else label
 
 
-def memory_item(memory: Memory | Hit) -> Item:
-    return Item(memory.id, kind_label(memory), memory.created_at.timestamp(), shown_text(memory))
+def outdated_note(memory: Memory | Hit, newer: list[Memory]) -> str:
+    """What an older memory shown alone says first: that a newer one gives another value, which, and when."""
+    latest = max(newer, key=lambda m: m.created_at)
+    stamp = latest.created_at.astimezone().strftime("%Y-%m-%d")
+    now_value = ", ".join(versions.new_values(versions.stated(latest), versions.stated(memory))[:2])
+    return f"[outdated: #{latest.id} of {stamp} gives {now_value or 'another value'}]"
+
+
+def memory_item(memory: Memory | Hit, newer: list[Memory] = ()) -> Item:
+    """A memory as one line; one a newer memory contradicts starts by saying so."""
+    text = shown_text(memory)
+    return Item(memory.id, kind_label(memory), memory.created_at.timestamp(),
+                f"{outdated_note(memory, list(newer))} {text}" if newer else text)
 
 
 def episode_item(episode: Episode, terms: set[str], limit: int, newer: list[Memory] = (),
                  wants: set[str] = frozenset()) -> Item:
     """An episode as one line: what settled it (the sentences that answer the query), the question as a
-    short label. Newer statements that change a value it shows come after it, marked current, and its
-    outdated sentences say so."""
-    updates = [sentences.summarize(update.text, max(120, limit // 3)) for update in newer]
-    room = max(120, limit - sum(len(u) + 40 for u in updates))
-
-    def outdated(sentence: str) -> str:
-        return "[outdated]" if any(versions.changed(update.text, sentence) for update in newer) else ""
-
-    text = episode.excerpt(terms, room, wants, mark=outdated if newer else None)
-    for update, now_text in zip(newer, updates):
+    short label. When newer statements change a value it shows, they come first, marked current and saying
+    what they replaced, and the episode's outdated sentences are left out."""
+    if not newer:
+        text = episode.excerpt(terms, limit, wants)
+        return Item(episode.anchor.id, kind_label(episode.anchor), episode.created_at, text)
+    full = versions.as_stated(episode.excerpt(terms, limit, wants))
+    current = []
+    for update in newer:
         stamp = update.created_at.astimezone().strftime("%Y-%m-%d")
-        was = ", ".join(versions.changed(update.text, text)[:2])
-        text += f" → current since {stamp} (#{update.id}): {now_text}" + (f" (was {was})" if was else "")
+        was = ", ".join(versions.changed(versions.stated(update), full)[:2])
+        summary = sentences.summarize(update.text, max(120, limit // 3))
+        current.append(f"Current since {stamp} (#{update.id}): {summary}" + (f" (was {was})" if was else ""))
+    room = max(80, limit - sum(len(c) + 1 for c in current) - 10)
+
+    def outdated(sentence: str) -> bool:
+        return any(versions.changed(versions.stated(update), versions.as_stated(sentence)) for update in newer)
+
+    rest = episode.excerpt(terms, room, wants, drop=outdated)
+    useful = bool(rest) and (" → " in rest or not rest.startswith("Q:"))  # more than the question's label
+    text = " ".join(current) + (f" Earlier: {rest}" if useful else "")
     stamp_at = max([episode.created_at] + [m.created_at.timestamp() for m in newer])
     return Item(episode.anchor.id, kind_label(episode.anchor), stamp_at, text)
 
 
 def _line(item: Item, now: float, limit: int) -> str:
     stamp = datetime.fromtimestamp(item.created_at).strftime("%Y-%m-%d %H:%M")
-    return f"- [#{item.id} · {item.kind} · {stamp}, {age(now - item.created_at)}] {cap(' '.join(item.text.split()), limit)}"
+    text = cap_readable(" ".join(item.text.split()), limit)
+    return f"- [#{item.id} · {item.kind} · {stamp}, {age(now - item.created_at)}] {text}"
 
 
 def render_block(items: list[Item | Memory | Hit], title: str, budget: int, item_limit: int,
@@ -105,7 +124,7 @@ def render_block(items: list[Item | Memory | Hit], title: str, budget: int, item
         if room < 80:
             break
         if len(line) > room:
-            line = cap(line, room)
+            line = cap_readable(line, room)
         lines.append(line)
         ids.append(item.id)
         used += len(line) + 1

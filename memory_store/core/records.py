@@ -69,3 +69,8 @@ class Hit(BaseModel):
     trust: float = 1.0
     owner: str = ""
     visibility: Visibility = "private"
+    outdated: str | None = None  # what a newer memory says instead, when it gives another value (versions.py)
+
+    def marked_text(self) -> str:
+        """The text as every search surface shows it: an outdated value says so first."""
+        return f"{self.outdated} {self.text}" if self.outdated else self.text

@@ -16,13 +16,19 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
-from . import ranking, strength
+from . import ranking, sentences, strength, versions
 from .stages import stage
-from .config import RankingConfig, StrengthConfig
+from .config import RankingConfig, SearchConfig, StrengthConfig
 from ..shared.projects import in_scope
+from .inject import outdated_note, shown_text
 from .records import Hit
 from .storage import Row, Store
+
+# How a search surface shows hits (api.Recall.search): only the relevant ones, or every hit (`--all`).
+Shown = Literal["relevant", "all"]
+SHOWN = get_args(Shown)
 
 
 @dataclass
@@ -137,7 +143,7 @@ def finish(store: Store, embedder, scored: list[tuple[float, Row]], found: Candi
     vector (a memory still waiting for its embedding is embedded on the spot, so thresholds apply
     to every memory alike); `touch` counts them as used (RFM)."""
     top = scored[:limit]
-    if touch:
+    if touch and not store.read_only:
         store.touch([row.id for _, row in top], now)
     hits = []
     for value, row in top:
@@ -147,6 +153,36 @@ def finish(store: Store, embedder, scored: list[tuple[float, Row]], found: Candi
             similarity = embedder.similarity(stored, found.vector)
         hits.append(row.hit(value, similarity))
     return hits
+
+
+def relevant(hits: list[Hit], query_text: str, cfg: SearchConfig) -> list[Hit]:
+    """The hits a person should be shown for `query_text`: those with evidence of being about it (their meaning
+    close to the query's, or the query's distinctive words in what is shown), at least `cfg.floor`. A ranking
+    always has a first hit; this is what says "nothing relevant" instead. Small talk holds no evidence."""
+    terms = ranking.answer_terms(ranking.parse_query(query_text))
+    kept = []
+    for hit in hits:
+        shown = shown_text(hit)
+        if sentences.is_small_talk(hit):
+            continue
+        coverage = ranking.term_coverage_of(terms, shown) if terms else 0.0
+        if (hit.similarity or 0.0) + cfg.coverage_weight * coverage >= cfg.floor:
+            kept.append(hit)
+    return kept
+
+
+def current_only(store: Store, hits: list[Hit], drop: bool = True) -> list[Hit]:
+    """Hits as they stand now (versions.py): one whose value a newer hit changed is left out (`drop`), and
+    one changed by a memory not among them (or kept) says so first (`Hit.outdated`)."""
+    newer = versions.newer_versions(store, hits)
+    shown = {hit.id for hit in hits}
+    current = []
+    for hit in hits:
+        later = newer.get(hit.id, [])
+        if drop and any(memory.id in shown for memory in later):
+            continue
+        current.append(hit.model_copy(update={"outdated": outdated_note(hit, later)}) if later else hit)
+    return current
 
 
 def search(store: Store, models, query_text: str, limit: int = 10, project: str | None = None, *,

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import re
 
+from ..shared.text import cap_readable
 from .ranking import STOPWORDS, normalize_term, words
 from .records import Memory
 
-_SPLIT = re.compile(r"(?<=[.!?;])\s+(?=[\"'(`\[A-Z0-9/])|\n+")
+# A sentence ends at . ! ? ; before a capital (or a quote, a bracket, a digit, a path): not at an ellipsis, which
+# stands inside one more often than at its end ("lock it with SELECT ... FOR UPDATE").
+_SPLIT = re.compile(r"(?<=[.!?;])(?<!\.\.\.)\s+(?=[\"'(`\[A-Z0-9/])|\n+")
 _IDENTIFIER = re.compile(
     r"`[^`]+`|\b\w+(?:[./:]\w+)+\b|\b[a-z]+_[a-z0-9_]+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b|\b\w+\(\)|"
     r"(?:^|\s)--?[a-z][\w-]*")
@@ -131,7 +134,7 @@ def summarize(text: str, limit: int) -> str:
             keep.append(i)
             used += len(parts[i]) + 1
     if not keep:
-        return text[: max(0, limit - 1)].rstrip() + "…"
+        return cap_readable(text, limit)
     return " ".join(parts[i] for i in sorted(keep))
 
 

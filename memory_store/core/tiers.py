@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from . import gate, inject, ranking, sentences, turns
+from . import gate, inject, ranking, sentences, turns, versions
 from .capture import PROMPT_PREVIEW_CHARS, finish
 from .records import Memory
 from .storage import Store
@@ -45,7 +45,7 @@ def hot_tier(store: Store, project: str, now: float, *, exclude_session: str | N
 def brief(store: Store, project: str, now: float, *, exclude_session: str | None = None) -> list[inject.Item]:
     """The SessionStart brief: of the recent interactions in the hot window, the `hot_size` with the most
     substance (decisions, fixes, errors and their resolution, values; a question still waiting for its
-    answer is an open thread), oldest first, each shown by what it settled."""
+    answer, an open thread, only when nothing settled is left), oldest first, each shown by what it settled."""
     with store.request_scope():
         return _brief(store, project, now, exclude_session)
 
@@ -53,7 +53,15 @@ def brief(store: Store, project: str, now: float, *, exclude_session: str | None
 def _brief(store: Store, project: str, now: float, exclude_session: str | None) -> list[inject.Item]:
     cfg = store.config
     pool = list(hot_tier(store, project, now, exclude_session=exclude_session, size=cfg.tiers.hot_size * 3))
-    ranked = sorted(pool, key=lambda m: -sentences.substance(m))[: cfg.tiers.hot_size]
+    # What was settled comes first (decisions, fixes, values, errors with their fix); a question still waiting
+    # for its answer only fills a place nothing settled would take.
+    answered = sorted((m for m in pool if m.kind != "prompt"), key=lambda m: -sentences.substance(m))
+    open_threads = sorted((m for m in pool if m.kind == "prompt"), key=lambda m: -sentences.substance(m))
+    ranked = (answered + open_threads)[: cfg.tiers.hot_size]
+    # A value a newer item of the brief changed is not shown twice; one changed elsewhere shows the new value first.
+    newer = versions.newer_versions(store, ranked)
+    shown = {m.id for m in ranked}
+    ranked = [m for m in ranked if not any(n.id in shown for n in newer.get(m.id, ()))]
     limit = max(160, cfg.inject.hot_budget_chars // max(1, cfg.tiers.hot_size) + 60)
     items = []
     for memory in sorted(ranked, key=lambda m: (m.created_at, m.id)):
@@ -61,7 +69,7 @@ def _brief(store: Store, project: str, now: float, exclude_session: str | None) 
             items.append(inject.Item(memory.id, "open", memory.created_at.timestamp(),
                                      f"(open, no answer yet) {memory.text}"))
         else:
-            items.append(inject.episode_item(turns.episode(store, memory), set(), limit))
+            items.append(inject.episode_item(turns.episode(store, memory), set(), limit, newer.get(memory.id, [])))
     return items
 
 
@@ -71,7 +79,7 @@ def _answered(prompt: Memory, answered: set) -> bool:
     prompt_id = prompt.meta.get("prompt_id")
     if prompt_id and (prompt.session_id, "id", prompt_id) in answered:
         return True
-    return (prompt.session_id, "q", finish(prompt.text, PROMPT_PREVIEW_CHARS)) in answered
+    return (prompt.session_id, "q", finish(prompt.text, PROMPT_PREVIEW_CHARS, keep_ends=True)) in answered
 
 
 def warm_window_start(store: Store, now: float) -> float:
@@ -84,10 +92,9 @@ def is_cold(store: Store, created_at: float, now: float) -> bool:
 
 def warm_recall(store: Store, models, project: str, session_id: str, prompt: str, now: float) -> gate.Decision:
     """What the gate decides for a prompt (core/gate.py). Skips what is already in this session's
-    context: its own memories and what earlier prompts of it got injected. (The SessionStart brief is
-    a digest of recent work; a question about one of its items still gets the focused answer.)"""
-    return gate.judge(store, models, prompt, project, session_id, now,
-                      exclude_ids=store.injected_ids(session_id, "UserPromptSubmit"))
+    context: its own memories, and what the SessionStart brief or an earlier prompt of it injected
+    (a compaction empties the context, and with it this list: router.session_brief)."""
+    return gate.judge(store, models, prompt, project, session_id, now, exclude_ids=store.injected_ids(session_id))
 
 
 def warm_items(store: Store, decision: gate.Decision) -> list[inject.Item]:

@@ -105,11 +105,11 @@ class Episode:
                     found.append(Part(sentence, weight * (QUESTION_WEIGHT if asked else 1.0), index, role))
         return found
 
-    def excerpt(self, terms: set[str], limit: int, wants: set[str] = frozenset(), mark=None) -> str:
+    def excerpt(self, terms: set[str], limit: int, wants: set[str] = frozenset(), drop=None) -> str:
         """What of the episode answers a query with these terms, within `limit` characters: the chosen
         sentences in order, the user's as "Q:", the answers as "A:", with the question as a short label
-        when none of its own sentences made it. `mark(sentence)` may add a note to a sentence."""
-        parts = self.parts()
+        when none of its own sentences made it. `drop(sentence)`: leave such sentences out (an outdated value)."""
+        parts = [p for p in self.parts() if drop is None or not drop(p.text)]
         label = self.label()
         chosen = sentences.excerpt([(p.text, p.weight) for p in parts], terms,
                                    max(80, limit - min(len(label), LABEL_CHARS) - 8), wants)
@@ -119,7 +119,7 @@ class Episode:
         group: tuple | None = None
         for i in chosen:
             part = parts[i]
-            text = one_line(part.text, limit) + ((" " + mark(part.text)) if mark and mark(part.text) else "")
+            text = one_line(part.text, limit)
             if (part.turn, part.role) == group:
                 pieces[-1] += " " + text
             else:

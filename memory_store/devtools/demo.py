@@ -46,7 +46,7 @@ def run_demo(keep: bool = False, echo=None) -> dict:
         say(f"recall demo: plugin {root}\n  data dir {home}\n  project  {project}\n")
         injected = {}
         for number, session in enumerate(script["sessions"], start=1):
-            say(f"== session {number} ({session['session_id'][:8]}…)")
+            say(f"== session {number}, {session.get('label', 'recorded')} (id {session['session_id']})")
             for event in session["events"]:
                 payload = {"session_id": session["session_id"],
                            "transcript_path": str(tmp / f"{session['session_id']}.jsonl"),

@@ -79,24 +79,41 @@ def _worker_refused(answer: bytes, event, event_id, received_at, raw, home) -> t
     return recover(home, event, event_id, received_at, raw, None, busy=False)
 
 
-def paused(home: str, raw: bytes) -> bool:
-    """`recall pause` is in effect for this event's project (or for all)."""
+def paused(home: str, raw: bytes) -> tuple[str, float | None] | None:
+    """(what is paused, until when: None for "until resumed") when `recall pause` is in effect for this event's
+    project (or for all); None otherwise."""
     state = pause.read_state(home)
     if state is None:
-        return False
+        return None
     if state["all"] is not False:
-        return True
+        return "every project", state["all"]
     from ..shared.payload import parse_payload
     from ..shared.projects import locate
 
     try:
         cwd = parse_payload(raw).get("cwd")
     except Exception:
-        return False
+        return None
     if not isinstance(cwd, str):
-        return False
+        return None
     project, root = locate(cwd)  # paused by its name, or by its path (a pause made before it had a remote)
-    return pause.is_paused(state, project) or pause.is_paused(state, root)
+    for name in (project, root):
+        if pause.is_paused(state, name):
+            return name, state["projects"][name]
+    return None
+
+
+def session_notice(text: str) -> bytes:
+    """A SessionStart systemMessage (shown to the user once per session, never to the model)."""
+    import json
+
+    return json.dumps({"systemMessage": text}).encode("utf-8")
+
+
+def paused_notice(what: str, until: float | None) -> bytes:
+    when = "until `recall resume`" if until is None else \
+        "until " + time.strftime("%Y-%m-%d %H:%M", time.localtime(until)) + " (or `recall resume`)"
+    return session_notice(f"recall is paused for {what} {when}: nothing is captured or recalled.")
 
 
 def export_home(home: str) -> None:
@@ -134,13 +151,14 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
     try:
         ensure_private_dir(home)
         raw = read_stdin(stdin or sys.stdin.buffer)
-        if paused(home, raw):
-            output, route = b"", "paused"
+        pause_state = paused(home, raw)
+        if pause_state:
+            output, route = (paused_notice(*pause_state) if event == "SessionStart" else b""), "paused"
         else:
             output, route = run(event, raw, home)
         if event == "SessionStart":
             export_home(home)
-    except Exception as exc:  # a hook never breaks Claude Code: log, print nothing, exit 0
+    except Exception as exc:  # a hook never breaks Claude Code: log, print nothing (but the reason, once), exit 0
         try:
             from ..shared.logs import JsonLog
 
@@ -148,6 +166,9 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
         except Exception:
             pass
         output, route = b"", "error"
+        if event == "SessionStart" and isinstance(exc, OSError):  # e.g. a data dir made read-only
+            output = session_notice(f"recall cannot write its data dir {home} ({exc.strerror or exc}): nothing is "
+                                    "captured until it can (`recall status`).")
     if output.strip():
         try:
             out = stdout or sys.stdout.buffer

@@ -7,7 +7,9 @@ import os
 import time
 
 from ..shared.files import ensure_private_dir
+from ..shared.logs import worker_out_tail
 from ..shared.paths import DataPaths
+from ..shared.text import cap
 from . import runtime
 
 
@@ -38,9 +40,10 @@ def first_run_notice(paths: DataPaths, started: str) -> dict:
             f"Details: {paths.bootstrap_log}"
         )
     elif started == "worker-failed":
+        reason = worker_out_tail(paths).splitlines()[-1:] or ["it printed nothing"]
         key, text = "worker-failed", (
-            f"recall: its background worker cannot start; events are kept and it will be retried. "
-            f"Details: {paths.logs / 'worker.out'}"
+            f"recall: its background worker cannot start ({cap(reason[0], 200)}); events are kept and it will "
+            f"be retried. Details: {paths.logs / 'worker.out'}"
         )
     else:
         return {}

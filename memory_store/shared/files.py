@@ -11,10 +11,14 @@ MAX_LOG_BYTES = 5_000_000  # an append-only log is rotated to <name>.1 beyond th
 
 
 def ensure_private_dir(path) -> None:
-    """Create `path` (and parents) readable by the owner only."""
-    os.makedirs(path, mode=PRIVATE_DIR, exist_ok=True)
+    """Create `path` (and parents) readable by the owner only. A directory that exists keeps the mode its owner
+    gave it (made read-only on purpose, it stays so: `recall doctor` reports one that is open to others)."""
     try:
-        os.chmod(path, PRIVATE_DIR)
+        os.makedirs(path, mode=PRIVATE_DIR)
+    except FileExistsError:
+        return
+    try:
+        os.chmod(path, PRIVATE_DIR)  # makedirs honours the umask
     except OSError:
         pass
 

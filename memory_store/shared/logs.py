@@ -18,11 +18,15 @@ from .files import append_line
 from .text import cap
 
 MAX_FIELD_CHARS = 2_000  # a log line is a note, not a copy of the payload
+WORKER_OUT_TAIL = 600  # characters of logs/worker.out shown when the worker is down
 
 
 # Short identifier-like strings (event names, routes) cannot hold a secret worth the cost of
 # compiling the redaction patterns, which a hook process would otherwise pay on every event.
 _PLAIN = re.compile(r"[A-Z]?[a-z]+(?:[A-Z][a-z]+)*|[a-z_\-]+")  # CamelCase or lowercase words
+
+
+_UNWRITABLE: set[str] = set()  # log files this process could not write (told once)
 
 
 def _shorten(value):
@@ -59,9 +63,10 @@ class JsonLog:
         try:
             append_line(str(self.path), line.encode("utf-8", "replace"))
         except OSError as exc:  # disk full, read-only dir: logging must never break the caller
-            if not self.echo_stderr:
+            if not self.echo_stderr and str(self.path) not in _UNWRITABLE:
+                _UNWRITABLE.add(str(self.path))  # said once per process, not once per line
                 try:
-                    sys.stderr.write(f"recall: cannot write log {self.path}: {exc}\n")
+                    sys.stderr.write(f"recall: cannot write log {self.path}: {exc.strerror or exc}\n")
                 except (OSError, ValueError):
                     pass
 
@@ -90,3 +95,14 @@ def read_records(path: Path, event: str | None = None):
                     continue
                 if isinstance(record, dict) and (event is None or record.get("event") == event):
                     yield record
+
+
+def worker_out_tail(paths) -> str:
+    """The end of logs/worker.out (DataPaths `paths`): what the worker printed when it last failed to start."""
+    try:
+        with open(paths.logs / "worker.out", "rb") as handle:
+            handle.seek(0, 2)
+            handle.seek(max(0, handle.tell() - WORKER_OUT_TAIL))
+            return handle.read().decode("utf-8", "replace").strip()
+    except OSError:
+        return ""

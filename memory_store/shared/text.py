@@ -12,15 +12,40 @@ def cap(text: str, limit: int, marker: str = ELLIPSIS) -> str:
     return text[: max(0, limit - len(marker))].rstrip() + marker
 
 
+_BOUNDARIES = (". ", "! ", "? ", "; ", ": ", ", ", " — ", " – ", " - ")
+
+
+def cap_readable(text: str, limit: int, marker: str = ELLIPSIS) -> str:
+    """`text` cut to at most `limit` characters where a reader expects a cut: after a sentence or a clause when
+    one ends in the last half of the budget, else between words (never inside one), ending with `marker`."""
+    if len(text) <= limit:
+        return text
+    room = max(0, limit - len(marker))
+    head = text[:room]
+    for boundary in _BOUNDARIES:  # the strongest boundary that keeps at least half the budget
+        at = head.rfind(boundary)
+        if at >= room // 2:
+            return head[:at + 1].rstrip(" ,;:—–-") + marker
+    if not text[room:room + 1].isspace() and " " in head:
+        head = head[: head.rfind(" ")]
+    return head.rstrip(" ,;:—–-") + marker
+
+
 def cap_middle(text: str, limit: int) -> str:
-    """Keep the head and the tail (where commands print their errors and summaries)."""
+    """Keep the head and the tail (where commands print their errors and summaries, and where a long prompt
+    asks its question), cut between words."""
     if len(text) <= limit:
         return text
     head = limit // 3
     tail = limit - head - 3
-    return text[:head].rstrip() + " … " + text[-tail:].lstrip()
+    start, end = text[:head], text[-tail:]
+    if " " in start.strip() and not text[head:head + 1].isspace():
+        start = start[: start.rstrip().rfind(" ")]  # not in the middle of a word
+    if " " in end.strip() and not text[-tail - 1:-tail].isspace():
+        end = end[end.find(" ") + 1:]
+    return start.rstrip() + " … " + end.lstrip()
 
 
 def one_line(text: str, limit: int) -> str:
-    """Whitespace runs (newlines included) collapsed to one space, then capped."""
-    return cap(" ".join(text.split()), limit)
+    """Whitespace runs (newlines included) collapsed to one space, then cut where a reader expects it."""
+    return cap_readable(" ".join(text.split()), limit)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import time
 
+from ..version import __version__
 from ..core.capture import INJECTION_TAG
 from ..core.inject import age, kind_label
 from ..shared.projects import project_for
@@ -45,7 +46,7 @@ def build_server(home: str | None = None, project: str | None = None):
     from ..api import open_recall, search_anywhere
 
     default_project = project or project_for(os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd())
-    server = MCPServer("recall", instructions=(
+    server = MCPServer("recall", version=__version__, instructions=(
         "recall is the user's local memory of earlier Claude Code sessions. Search it when the user refers "
         "to earlier work, asks why something was decided, or meets an error seen before: `search` first (a "
         "compact index), then `timeline` or `get_memories` for the few ids that matter."))
@@ -62,10 +63,10 @@ def build_server(home: str | None = None, project: str | None = None):
         limit = max(1, min(int(limit), MAX_LIMIT))
         hits = search_anywhere(home, query, limit=limit, project=scope_of(project))
         if not hits:
-            return fenced(f"No memory matches {query!r}.")
+            return fenced(f"Nothing relevant found for {query!r}: recall holds no memory about it.")
         now = time.time()
         lines = [f"{len(hits)} memories for {query!r} (best first):"]
-        lines += [f"- {_stamp(h, now)}: {one_line(h.text, INDEX_LINE_CHARS)}" for h in hits]
+        lines += [f"- {_stamp(h, now)}: {one_line(h.marked_text(), INDEX_LINE_CHARS)}" for h in hits]
         return fenced("\n".join(lines))
 
     @server.tool()
@@ -102,11 +103,13 @@ def build_server(home: str | None = None, project: str | None = None):
     def remember(text: str, scope: str = "project") -> str:
         """Keep a note for later sessions: scope "project" (this project) or "global" (every project, for
         the user's standing preferences). Secrets are redacted before anything is stored."""
+        from mcp.server.mcpserver.exceptions import ToolError
+
         with open_recall(home, load_models=False) as recall:
             try:
                 memory = recall.remember(text, default_project, scope=scope)
-            except ValueError as exc:
-                return f"Not stored: {exc}"
+            except ValueError as exc:  # an unknown scope, nothing left to keep: a tool error, not a result
+                raise ToolError(f"Not stored: {exc}") from None
         where = "every project" if scope == "global" else default_project
         return f"Remembered as #{memory.id} for {where}."
 

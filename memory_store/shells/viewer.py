@@ -3,6 +3,7 @@
     /                      projects, with counts and last activity
     /search                search or browse a project, filtered by kind and date
     /memory/ID             one memory in full, its timeline, and pin / unpin / forget buttons
+    /memory/ID/forget      what forgetting it deletes, and the one button that does it
     /injections            what was injected, into which prompt, and the gate's reasons (live: refreshes)
 
 Bound to 127.0.0.1 only. Every request must carry the random token of this run (in the URL, as printed by
@@ -23,6 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urlparse
 
 from ..core.inject import age, kind_label
+from ..core.records import Hit
 from ..shared import worker_client
 from ..shared.projects import GLOBAL_PROJECT
 from ..shared.text import one_line
@@ -41,7 +43,7 @@ text-align:left;vertical-align:top}th{font-weight:600;background:#eef1f5}
 .kind{font-size:12px;padding:1px 6px;border-radius:8px;background:#e3ecff}.muted{color:#6b7383}
 .card{background:#fff;border:1px solid #e3e6eb;border-radius:6px;padding:12px 14px;margin:10px 0}
 pre{white-space:pre-wrap;word-break:break-word;margin:6px 0}form.inline{display:inline}
-button{cursor:pointer;padding:4px 10px}button.danger{background:#b3261e;color:#fff;border:0;border-radius:4px}
+button{cursor:pointer;padding:4px 10px}button.danger,a.button.danger{background:#b3261e;color:#fff;border:0;border-radius:4px}a.button{padding:4px 10px;text-decoration:none;display:inline-block}
 input,select{padding:4px}.why{color:#37613a}.current{background:#fff7d6}
 """
 
@@ -105,26 +107,36 @@ class Viewer:
                 f'from <input type="date" name="since" value="{_esc(params.get("since", ""))}"> '
                 f'to <input type="date" name="until" value="{_esc(params.get("until", ""))}"> '
                 '<button type="submit">Search</button></form>')
+        everything = params.get("all") == "1"
         if query:
-            found = self._search(query, project)
+            found = self._search(query, project, everything)
             memories = [h for h in found if (kind is None or h.kind == kind)
                         and (since is None or h.created_at.timestamp() >= since)
                         and (until is None or h.created_at.timestamp() <= until)][:PAGE_SIZE]
-            heading = f"<p class='muted'>{len(memories)} best matches for <b>{_esc(query)}</b></p>"
+            toggle = (f'<a href="{self.link("/search", q=query, project=project, kind=kind, all=None if everything else "1")}">'
+                      + ("only what is relevant" if everything else "show the closest matches anyway") + "</a>")
+            if memories:
+                heading = (f"<p class='muted'>{plural(len(memories), 'match', 'matches')} for <b>{_esc(query)}</b>"
+                           + ("" if everything else " (the relevant ones)") + f" · {toggle}</p>")
+            elif everything:
+                heading = f"<p>Nothing found for <b>{_esc(query)}</b>. {toggle}</p>"
+            else:
+                heading = f"<p>Nothing relevant found for <b>{_esc(query)}</b>. {toggle}</p>"
         else:
             memories = [m for m in self.recall.select(project=project, kind=kind, since=since, newest=PAGE_SIZE * 4)
                         if until is None or m.created_at.timestamp() <= until][:PAGE_SIZE]
             heading = f"<p class='muted'>the {len(memories)} newest memories</p>"
-        return self.page("Search", form + heading + self._table(memories, show_project=project is None))
+        table = self._table(memories, show_project=project is None) if memories or not query else ""
+        return self.page("Search", form + heading + table)
 
-    def _search(self, query: str, project: str | None):
-        from ..core.records import Hit
-
-        hits = worker_client.search(self.recall.paths, query, PAGE_SIZE * 2, project)
+    def _search(self, query: str, project: str | None, everything: bool):
+        shown = "all" if everything else "relevant"
+        hits = worker_client.search(self.recall.paths, query, PAGE_SIZE * 2, project, shown=shown)
         if hits is not None:  # the worker holds the model: fast
             return [Hit.model_validate(h) for h in hits]
-        self.recall.ingest_spool()
-        return self.recall.search(query, limit=PAGE_SIZE * 2, project=project)
+        if not self.recall.store.read_only:
+            self.recall.ingest_spool()
+        return self.recall.search(query, limit=PAGE_SIZE * 2, project=project, shown=shown)
 
     def _table(self, memories, show_project: bool) -> str:
         if not memories:
@@ -135,7 +147,7 @@ class Viewer:
             f'<td><span class="kind">{_esc(kind_label(m))}</span></td>'
             f'<td class="muted">{_esc(age(now - m.created_at.timestamp()))}</td>'
             + (f'<td class="muted">{_esc(_project_name(m.project))}</td>' if show_project else "")
-            + f'<td>{_esc(one_line(m.text, 160))}</td></tr>' for m in memories)
+            + f'<td>{_esc(one_line(m.marked_text() if isinstance(m, Hit) else m.text, 160))}</td></tr>' for m in memories)
         head = "<tr><th>id</th><th>kind</th><th>age</th>" + ("<th>project</th>" if show_project else "") + \
             "<th>memory</th></tr>"
         return f"<table>{head}{rows}</table>"
@@ -146,11 +158,10 @@ class Viewer:
             return 404, self.page("Not found", f"<p>No memory #{memory_id} (forgotten, or never stored).</p>")
         memory = found[0]
         question = memory.meta.get("prompt") if memory.kind == "exchange" else None
-        actions = "".join(
-            f'<form class="inline" method="post" action="/memory/{memory.id}/{action}">{self.hidden_token()}'
-            f'<button type="submit" class="{cls}" name="do" value="{action}">{label}</button></form> '
-            for action, label, cls in (("unpin", "Unpin", "") if memory.pinned else ("pin", "Pin", ""),
-                                       ("forget", "Forget for good", "danger")))
+        pin = "unpin" if memory.pinned else "pin"
+        actions = (f'<form class="inline" method="post" action="/memory/{memory.id}/{pin}">{self.hidden_token()}'
+                   f'<button type="submit" name="do" value="{pin}">{pin.capitalize()}</button></form> '
+                   f'<a class="button danger" href="{self.link(f"/memory/{memory.id}/forget")}">Forget for good…</a>')
         facts = (f'<p class="muted">#{memory.id} · <span class="kind">{_esc(kind_label(memory))}</span> · '
                  f'{_stamp(memory.created_at.timestamp())} · {_esc(_project_name(memory.project))} · session '
                  f'<a href="{self.link("/injections", session=memory.session_id)}">{_esc(memory.session_id or "-")}</a>'
@@ -166,6 +177,21 @@ class Viewer:
         body = (f'<div class="card">{facts}{text}<p>{actions}</p></div><h3>Timeline</h3>'
                 f"<table><tr><th>id</th><th>when</th><th>kind</th><th>memory</th></tr>{rows}</table>")
         return 200, self.page(f"Memory #{memory.id}", body)
+
+    def confirm_forget(self, memory_id: int) -> tuple[int, str]:
+        """The page a forget goes through: what will be deleted, and one button that does it (no script)."""
+        found = self.recall.get([memory_id])
+        if not found:
+            return 404, self.page("Not found", f"<p>No memory #{memory_id} (forgotten, or never stored).</p>")
+        memory = found[0]
+        body = (f'<div class="card"><p>Forget #{memory.id} for good? Its text leaves the database, its index, the '
+                f'neighbouring turns\' context, the spool and the logs; it cannot be undone.</p>'
+                f'<pre>{_esc(memory.text)}</pre>'
+                f'<form class="inline" method="post" action="/memory/{memory.id}/forget">{self.hidden_token()}'
+                f'<input type="hidden" name="confirm" value="yes">'
+                f'<button type="submit" class="danger">Forget #{memory.id} for good</button></form> '
+                f'<a href="{self.link(f"/memory/{memory.id}")}">Keep it</a></div>')
+        return 200, self.page(f"Forget memory #{memory.id}?", body)
 
     def injections(self, params) -> str:
         session = params.get("session") or None
@@ -196,14 +222,20 @@ class Viewer:
 
     # --- actions -----------------------------------------------------------------------------------
 
-    def act(self, memory_id: int, action: str) -> str:
-        """pin, unpin or forget; returns where to go next."""
+    def act(self, memory_id: int, action: str, confirmed: bool = False) -> str:
+        """pin, unpin or forget (only once confirmed on its own page); returns where to go next."""
+        if action == "forget" and not confirmed:
+            return f"/memory/{memory_id}/forget?{urlencode({'token': self.token})}"
         if action == "forget":
             gone = self.recall.forget([memory_id])
             project = gone[0].project if gone else None
             return f"/search?{urlencode({'token': self.token, **({'project': project} if project else {})})}"
         self.recall.pin([memory_id], action == "pin")
         return f"/memory/{memory_id}?{urlencode({'token': self.token})}"
+
+
+def plural(count: int, word: str, many: str) -> str:
+    return f"{count} {word if count == 1 else many}"
 
 
 def _project_name(project: str) -> str:
@@ -262,6 +294,8 @@ class _Handler(BaseHTTPRequestHandler):
                     self._send(200, viewer.injections(params))
                 elif url.path.startswith("/memory/") and url.path[8:].isdigit():
                     self._send(*viewer.memory(int(url.path[8:]), params))
+                elif url.path.startswith("/memory/") and url.path.endswith("/forget") and url.path[8:-7].isdigit():
+                    self._send(*viewer.confirm_forget(int(url.path[8:-7])))
                 else:
                     self._send(404, viewer.page("Not found", "<p>No such page.</p>"))
         except Exception as exc:  # one bad page must not stop the viewer
@@ -279,7 +313,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, "<h1>404</h1>")
             return
         with self.viewer.lock:
-            location = self.viewer.act(int(parts[1]), parts[2])
+            location = self.viewer.act(int(parts[1]), parts[2], confirmed=params.get("confirm") == "yes")
         self._send(HTTPStatus.SEE_OTHER, "", location=location)
 
 

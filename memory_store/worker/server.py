@@ -35,6 +35,7 @@ from ..core import jobs, stages
 from ..core.config import config_problems, load_config
 from ..core.embed import EmbeddingUnavailable, load_embedder
 from ..core.router import BadEvent
+from ..core.search import SHOWN
 from ..core.storage import StorageUnavailable, open_store
 from ..shared import protocol, spool
 from ..shared.database_url import database_url
@@ -64,7 +65,7 @@ class _Handler(socketserver.BaseRequestHandler):
             body = protocol.recv_exact(sock, int(header.get("body") or 0), rest, deadline)
             answer = worker.answer(header, body)
         except Exception as exc:
-            worker.log.error("bad_request", error=f"{type(exc).__name__}: {exc}")
+            worker.failed("bad_request", f"{type(exc).__name__}: {exc}")
             answer = protocol.encode({"ok": False, "error": str(exc)})
         try:
             sock.sendall(answer)
@@ -99,6 +100,7 @@ class Worker:
         self.server: socketserver.BaseServer | None = None
         self.socket_inode: int | None = None
         self.model_state = "loading"
+        self.last_error: str | None = None
         self.database_env = database_env_fingerprint()  # RECALL_DATABASE_URL as this worker was started with it
 
     # --- requests ---------------------------------------------------------------------------------
@@ -176,7 +178,7 @@ class Worker:
         except StorageUnavailable as exc:
             output = self.keep_for_later(envelope, exc)
         except Exception as exc:  # e.g. disk full: the hook spools the event and tries later
-            self.log.error("hook_failed", error=f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(limit=3))
+            self.failed("hook_failed", f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(limit=3))
             if isinstance(exc, getattr(self.recall.store, "DAMAGE", ())):
                 self.set_damaged_database_aside(exc)
             return protocol.encode({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
@@ -201,6 +203,7 @@ class Worker:
         from ..shared.redact import clean_payload
 
         spool.write(self.paths.spool, {**envelope, "payload": clean_payload(envelope["payload"])})
+        self.last_error = f"{time.strftime('%Y-%m-%d %H:%M:%S')} storage_unavailable: {exc}"
         self.log.warning("storage_unavailable", hook=str(envelope["payload"].get("hook_event_name")), error=str(exc))
         payload = envelope["payload"]
         if payload.get("hook_event_name") == "SessionStart" and payload.get("source") != "compact":
@@ -216,6 +219,7 @@ class Worker:
             self.recall.store.note_project_path(str(message["project"]), place)
         hits = self.recall.search(
             str(message.get("query", "")), limit=int(message.get("limit", 10)), project=message.get("project"),
+            shown=message.get("shown") if message.get("shown") in SHOWN else None,
         )
         return {"ok": True, "hits": [h.model_dump(mode="json") for h in hits]}
 
@@ -227,8 +231,13 @@ class Worker:
         return {
             "pid": os.getpid(), "version": __version__, "home": str(self.paths.home), "model": self.model_state,
             "uptime": round(time.time() - self.started, 1), "pending": pending, "python": sys.executable,
-            "storage": storage,
+            "storage": storage, "rss_mb": rss_mb(), "last_error": self.last_error,
         }
+
+    def failed(self, event: str, error: str, **fields) -> None:
+        """Log an error and keep it as the last one (`recall status` shows it)."""
+        self.last_error = f"{time.strftime('%Y-%m-%d %H:%M:%S')} {event}: {error}"
+        self.log.error(event, error=error, **fields)
 
     def set_damaged_database_aside(self, exc: Exception) -> None:
         """The database turned out damaged while running: move it aside and exit; the hook spools
@@ -261,7 +270,7 @@ class Worker:
             return
         except Exception as exc:
             self.model_state = f"unavailable: {type(exc).__name__}: {exc}"
-            self.log.error("model_failed", error=str(exc))
+            self.failed("model_failed", str(exc))
             return
         self.recall.models.set_embedder(embedder)
         self.model_state = "ready"
@@ -276,7 +285,7 @@ class Worker:
                     self.stop_event.wait(STORAGE_RETRY_SECONDS)
             self._embed_rounds(background, embedder)
         except Exception as exc:
-            self.log.error("embed_failed", error=f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(limit=3))
+            self.failed("embed_failed", f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(limit=3))
         finally:
             background.close()
 
@@ -335,7 +344,7 @@ class Worker:
                 try:
                     self.ingest_spool()
                 except Exception as exc:  # the next hook tries again (and reports what fails)
-                    self.log.error("spool_ingest_failed", error=f"{type(exc).__name__}: {exc}")
+                    self.failed("spool_ingest_failed", f"{type(exc).__name__}: {exc}")
             try:
                 busy = self.recall.store.pending_embeddings() > 0 and self.model_state == "ready"
             except StorageUnavailable:
@@ -415,21 +424,54 @@ class Worker:
         self.log.info("worker_stopped", pid=os.getpid())
 
 
+def rss_mb() -> float | None:
+    """This process's resident memory now (Linux), else its peak."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("VmRSS:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    try:
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
+    except (ImportError, OSError):
+        return None
+
+
 def run(home: str | None = None) -> int:
     os.umask(0o077)
     paths = DataPaths(home)
-    ensure_private_dir(paths.home)
+    try:
+        ensure_private_dir(paths.home)
+        ensure_private_dir(paths.runtime)
+        lock = acquire_lock(paths.worker_lock)
+    except OSError as exc:  # e.g. a data dir made read-only
+        print(f"recall worker: cannot use the data dir {paths.home}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     log = JsonLog(paths.log_file, "worker")
-    lock = acquire_lock(paths.worker_lock)
     if lock is None:
         return 0  # another worker serves this data dir
     paths.worker_pid.write_text(str(os.getpid()), encoding="ascii")
-    worker = Worker(paths)
+    try:
+        worker = Worker(paths)
+    except Exception as exc:
+        log.error("worker_crashed", error=f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(limit=5))
+        print(f"recall worker: {type(exc).__name__}: {exc}", file=sys.stderr)
+        traceback.print_exc(limit=5, file=sys.stderr)
+        lock.close()
+        return 1
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=worker.stop, daemon=True).start())
     try:
         worker.serve()
     except Exception as exc:
         log.error("worker_crashed", error=f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(limit=5))
+        # Also on stderr: logs/worker.out is where hooks and `recall worker start` send the user to look.
+        print(f"recall worker: {type(exc).__name__}: {exc}", file=sys.stderr)
+        traceback.print_exc(limit=5, file=sys.stderr)
         return 1
     finally:
         lock.close()

@@ -39,6 +39,11 @@ class Sessions:
                 f"ended_at = {d.greatest}(coalesce(sessions.ended_at, 0), excluded.ended_at)",
                 (session_id, project, started, ended, transcript_path))
 
+    def known_session(self, session_id: str) -> bool:
+        """Has recall seen this session (opened, imported, or holding memories)?"""
+        return self.db.one("SELECT 1 FROM sessions WHERE session_id = ? UNION ALL "
+                           "SELECT 1 FROM memories WHERE session_id = ? LIMIT 1", (session_id, session_id)) is not None
+
     def imported_size(self, path: str) -> int | None:
         return self.db.value("SELECT size FROM imported_files WHERE path = ?", (path,))
 

@@ -24,6 +24,7 @@ class Store(Memories, Sessions, Sharing, Places, Upkeep, RamVectors, ABC):
     backend: str  # "sqlite" or "postgres"
     vector_error: str | None = None  # why vectors cannot be stored here (None: they can)
     DAMAGE: tuple = ()  # errors that mean the database itself is damaged (the worker then sets it aside)
+    read_only: bool = False  # opened from a data dir that cannot be written (searched, never written)
 
     def __enter__(self) -> "Store":
         return self

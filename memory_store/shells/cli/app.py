@@ -56,7 +56,10 @@ def open_home(home: Optional[Path], *, ingest: bool = True):
         recall = open_recall(home)
     except Exception as exc:  # unreadable data dir, newer schema …
         typer.echo(f"recall: cannot open the store in {DataPaths(home).home}: {exc}", err=True)
-        raise typer.Exit(1) from exc
+        raise typer.Exit(1) from None
+    if recall.store.read_only:
+        typer.echo(f"recall: {recall.paths.home} is read-only: searching it as it is, capturing nothing", err=True)
+        return recall
     try:
         project, root = locate(os.getcwd())
         if repository_identity(root):  # a command run in a clone says where the project lives

@@ -9,21 +9,8 @@ from typing import Annotated, Optional
 import typer
 
 from ...shared.paths import DataPaths
-from .app import (
-    HomeOption,
-    JsonOption,
-    ProjectOption,
-    app,
-    confirm_or_stop,
-    emit_json,
-    memories_by_project,
-    open_home,
-    parse_duration,
-    parse_ids,
-    parse_when,
-    plural,
-    resolve_project,
-)
+from .app import (HomeOption, JsonOption, ProjectOption, app, confirm_or_stop, emit_json, memories_by_project,
+                  open_home, parse_duration, parse_ids, parse_when, plural, resolve_project)
 
 
 @app.command()
@@ -180,28 +167,39 @@ def unshare(
         raise typer.Exit(1)
 
 
-def _set_pins(ids: list[str], home: Optional[Path], pinned: bool) -> None:
+def _set_pins(ids: list[str], home: Optional[Path], pinned: bool, json_output: bool) -> None:
     wanted = parse_ids(ids)
     with open_home(home, ingest=False) as recall:
+        before = {m.id: m.pinned for m in recall.get(wanted)}
         found = recall.pin(wanted, pinned)
+    verb = "pinned" if pinned else "unpinned"
+    changed = [i for i in found if before.get(i) != pinned]
+    unchanged = [i for i in found if before.get(i) == pinned]
     missing = sorted(set(wanted) - set(found))
-    if found:
-        typer.echo(("pinned " if pinned else "unpinned ") + ", ".join(f"#{i}" for i in found))
+    if json_output:
+        emit_json({verb: changed, f"already_{verb}" if pinned else "not_pinned": unchanged, "not_found": missing})
+    else:
+        if changed:
+            typer.echo(f"{verb} " + ", ".join(f"#{i}" for i in changed))
+        for i in unchanged:
+            typer.echo(f"#{i} was already pinned" if pinned else f"#{i} was not pinned")
     if missing:
         typer.echo("not found: " + ", ".join(f"#{i}" for i in missing), err=True)
         raise typer.Exit(1)
 
 
 @app.command()
-def pin(ids: Annotated[list[str], typer.Argument(help="Memory ids (12 or #12).")], home: HomeOption = None):
+def pin(ids: Annotated[list[str], typer.Argument(help="Memory ids (12 or #12).")], home: HomeOption = None,
+        json_output: JsonOption = False):
     """Pin memories: always a candidate for injection, first among equals."""
-    _set_pins(ids, home, True)
+    _set_pins(ids, home, True, json_output)
 
 
 @app.command()
-def unpin(ids: Annotated[list[str], typer.Argument(help="Memory ids (12 or #12).")], home: HomeOption = None):
+def unpin(ids: Annotated[list[str], typer.Argument(help="Memory ids (12 or #12).")], home: HomeOption = None,
+          json_output: JsonOption = False):
     """Unpin memories."""
-    _set_pins(ids, home, False)
+    _set_pins(ids, home, False, json_output)
 
 
 @app.command()
@@ -211,6 +209,7 @@ def pause(
     duration: Annotated[Optional[str], typer.Option("--for", help="For how long (30m, 2h, 1d); default: until "
                                                     "`recall resume`.")] = None,
     home: HomeOption = None,
+    json_output: JsonOption = False,
 ):
     """Stop capturing and injecting, for a project or everything, for a while or until `recall resume`.
     (RECALL_DISABLE=1 in the environment does the same for one process tree.)"""
@@ -219,6 +218,9 @@ def pause(
     until = time.time() + parse_duration(duration) if duration else None
     scope = None if all_projects else resolve_project(project, False)
     pausing.pause(str(DataPaths(home).home), scope, until)
+    if json_output:
+        emit_json({"paused": scope or "every project", "until": until})
+        return
     when = f"until {time.strftime('%Y-%m-%d %H:%M', time.localtime(until))}" if until else "until `recall resume`"
     typer.echo(f"paused {'every project' if scope is None else scope} {when}")
 
@@ -228,14 +230,18 @@ def resume(
     project: ProjectOption = None,
     all_projects: Annotated[bool, typer.Option("--all", help="Resume everything.")] = False,
     home: HomeOption = None,
+    json_output: JsonOption = False,
 ):
     """Capture and inject again after `recall pause`."""
     from ...shared import pause as pausing
 
     scope = None if all_projects else resolve_project(project, False)
     left = pausing.resume(str(DataPaths(home).home), scope)
+    still = (["every project"] if left["all"] is not False else sorted(left["projects"])) if left else []
+    if json_output:
+        emit_json({"resumed": scope or "every project", "still_paused": still})
+        return
     typer.echo(f"resumed {'every project' if scope is None else scope}")
-    if left and (left["all"] is not False or left["projects"]):
-        still = ["every project"] if left["all"] is not False else sorted(left["projects"])
+    if still:
         typer.echo("still paused: " + ", ".join(still) + " (recall resume --all resumes everything)")
 

@@ -13,16 +13,8 @@ import typer
 from ...shared import worker_client
 from ...shared.paths import DataPaths
 from ...shared.projects import project_for
-from .app import (
-    HomeOption,
-    JsonOption,
-    PluginDataOption,
-    app,
-    emit_json,
-    open_home,
-    plural,
-    worker_app,
-)
+from ...shared.text import one_line
+from .app import (HomeOption, JsonOption, PluginDataOption, app, emit_json, open_home, plural, worker_app)
 
 
 @app.command("import")
@@ -200,8 +192,8 @@ def worker_stop(home: HomeOption = None):
 
 @worker_app.command("start")
 def worker_start(home: HomeOption = None):
-    """Start the worker in the background (it stops by itself when idle)."""
-    from ...hook.spawn import start_worker
+    """Start the worker in the background (it stops by itself when idle), and say whether it came up."""
+    from ...hook import spawn
     from ...shared.logs import JsonLog
 
     paths = DataPaths(home)
@@ -209,11 +201,81 @@ def worker_start(home: HomeOption = None):
     if before:
         typer.echo(f"already running: pid {before.get('pid')}, data dir {paths.home}")
         return
-    what, _ = start_worker(paths, JsonLog(paths.log_file, "cli"))
-    deadline, health = time.monotonic() + 15, None
-    while health is None and time.monotonic() < deadline:
+    what, coming = spawn.start_worker(paths, JsonLog(paths.log_file, "cli"))
+    reasons = {"worker-failed": "its last start failed; it is tried again a minute later",
+               "failed": f"the first-run setup failed (see {paths.bootstrap_log})",
+               "pending": "another process is starting it",
+               "bootstrap": "the first-run setup is building its Python (about a minute)"}
+    pid, deadline, health = spawn.read_marker(paths)[0], time.monotonic() + 30, None
+    while coming and health is None and time.monotonic() < deadline:
         time.sleep(0.1)
         health = worker_client.health(paths)
-    typer.echo(f"worker started for {paths.home} (pid {health.get('pid')})" if health
-               else f"worker: {what}; not answering yet (see {paths.log_file})")
+        if health is None and pid and not spawn.alive(pid):
+            break  # it exited without ever answering
+    if health:
+        typer.echo(f"worker started for {paths.home} (pid {health.get('pid')})")
+        return
+    from ...shared.logs import worker_out_tail
 
+    tail = worker_out_tail(paths)
+    typer.echo(f"recall: the worker did not start: {reasons.get(what, 'it exited at start')}"
+               + (f". From {paths.logs / 'worker.out'}:\n{tail}" if tail else ""), err=True)
+    raise typer.Exit(1)
+
+
+@app.command()
+def status(home: HomeOption = None, json_output: JsonOption = False):
+    """Is recall working, and if not, why: the worker (pid, uptime, memory, last error), a pause, whether the data
+    dir can be written, events and embeddings waiting, settings of config.json not used."""
+    from ...api import status as collect
+
+    data = collect(home)
+    if json_output:
+        emit_json(data)
+        return
+    now = data["at"]
+    folder = data["data_dir"]
+    typer.echo(f"data dir   {folder['path']} " + ("(writable)" if folder["writable"] else
+                                                  f"(NOT writable: {folder['problem']}; nothing is captured)"))
+    typer.echo(f"store      {data['store']['backend']}: {data['store']['location']}")
+    worker = data["worker"]
+    if worker["running"]:
+        typer.echo(f"worker     running: pid {worker['pid']}, up {age_of(worker['uptime_s'])}, "
+                   f"{worker['rss_mb']} MB, model {worker['model']}"
+                   + (f"; store: {worker['storage']}" if worker.get("storage") not in (None, "ok") else ""))
+    else:
+        typer.echo("worker     not running (the next hook starts it)")
+    if worker.get("last_error"):
+        typer.echo(f"last error {one_line(str(worker['last_error']), 300)}")
+    paused = data["paused"]
+    if not paused:
+        typer.echo("paused     no")
+    elif paused.get("by"):
+        typer.echo(f"paused     everything, for processes started with {paused['by']}=1")
+    else:
+        parts = []
+        if paused["everything"]:
+            parts.append("every project " + until_text(paused["until"], now))
+        parts += [f"{project} {until_text(until, now)}" for project, until in paused.get("projects", {}).items()]
+        typer.echo("paused     " + "; ".join(parts) + " (recall resume)")
+    spool = data["spool"]
+    typer.echo(f"spool      {plural(spool['waiting'], 'event')} waiting"
+               + (f", {spool['unreadable']} unreadable kept aside" if spool["unreadable"] else ""))
+    waiting = data["embeddings_waiting"]
+    typer.echo("embeddings " + (f"{waiting} waiting" if waiting is not None else "unknown (no worker)"))
+    problems = data["config_problems"]
+    typer.echo("config     " + ("valid" if not problems else problems[0]))
+    for problem in problems[1:]:
+        typer.echo(f"           {problem}")
+
+
+def age_of(seconds) -> str:
+    seconds = int(seconds or 0)
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours} h {rest // 60} min" if hours else f"{rest // 60} min {rest % 60} s"
+
+
+def until_text(until, now: float) -> str:
+    if until is None:
+        return "until `recall resume`"
+    return "until " + time.strftime("%Y-%m-%d %H:%M", time.localtime(until))

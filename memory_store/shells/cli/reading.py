@@ -12,21 +12,10 @@ from typing import Annotated, Optional
 import typer
 
 from ...core.inject import age
-from ...shared.projects import locate
+from ...shared.projects import locate, repository_identity
 from ...shared.text import one_line
-from .app import (
-    HomeOption,
-    JsonOption,
-    PluginDataOption,
-    ProjectOption,
-    app,
-    emit_json,
-    open_home,
-    parse_ids,
-    plural,
-    print_memory,
-    resolve_project,
-)
+from .app import (HomeOption, JsonOption, PluginDataOption, ProjectOption, app, emit_json, open_home, parse_ids,
+                  plural, print_memory, resolve_project)
 
 
 @app.command()
@@ -36,11 +25,13 @@ def search(
     project: ProjectOption = None,
     all_projects: Annotated[bool, typer.Option("--all-projects", help="Search every project.")] = False,
     index: Annotated[bool, typer.Option("--index", help="Compact index: id, age, kind, one line.")] = False,
+    everything: Annotated[bool, typer.Option("--all", help="Show the best matches even when none is relevant.")] = False,
     home: HomeOption = None,
     json_output: JsonOption = False,
     plugin_data: PluginDataOption = None,
 ):
-    """Search memories, old ones included. Example: recall search "api key rotation" --limit 5"""
+    """Search memories, old ones included; only what is relevant is shown (--all: the best matches anyway).
+    Example: recall search "api key rotation" --limit 5"""
     from ...api import search_anywhere
 
     if project and all_projects:
@@ -49,24 +40,27 @@ def search(
     if plugin_data and not os.environ.get("CLAUDE_PLUGIN_DATA"):
         os.environ["CLAUDE_PLUGIN_DATA"] = plugin_data
     place = locate(project or os.getcwd())[1] if scope is not None and scope != project else None
-    hits = search_anywhere(home, query, limit, scope, place)
+    hits = search_anywhere(home, query, limit, scope, place, shown="all" if everything else "relevant")
     if json_output:
         emit_json([h.model_dump(mode="json") for h in hits])
         return
     if not hits:
-        typer.echo(f"No memories match {query!r}" + (f" in {scope}." if scope else "."))
+        typer.echo(f"Nothing relevant found for {query!r}" + (f" in {scope}." if scope else ".")
+                   + ("" if everything else " (--all shows the closest matches anyway)"))
+        if scope is not None and project is None and not repository_identity(locate(os.getcwd())[1]):
+            typer.echo("(Not inside a git repository: --all-projects searches every project, --project P one.)")
         return
     now = time.time()
     if index:
-        typer.echo(f"recall: {len(hits)} memories for {query!r}" + (f" in {scope}" if scope else ""))
+        typer.echo(f"recall: {plural(len(hits), 'memory', 'memories')} for {query!r}" + (f" in {scope}" if scope else ""))
     for hit in hits:
         created = hit.created_at.timestamp()
         where = f"  [{hit.project}]" if scope is None else ""  # --all-projects: say whose it is
         if index:
-            typer.echo(f"#{hit.id:<6} {age(now - created):>9}  {hit.kind:<8} {one_line(hit.text, 100)}{where}")
+            typer.echo(f"#{hit.id:<6} {age(now - created):>9}  {hit.kind:<8} {one_line(hit.marked_text(), 100)}{where}")
         else:
             typer.echo(f"#{hit.id}  {hit.kind}  {age(now - created)}  score {hit.score:.3f}{where}")
-            typer.echo(f"    {one_line(hit.text, 300)}")
+            typer.echo(f"    {one_line(hit.marked_text(), 300)}")
     if index:
         typer.echo("Expand one: `recall show ID` · what happened around it: `recall timeline ID`")
 
@@ -162,12 +156,15 @@ def stats(home: HomeOption = None, json_output: JsonOption = False):
         emit_json(data)
         return
     typer.echo(f"data dir   {data['home']} ({data['db_bytes'] / 1e6:.1f} MB)")
-    typer.echo(f"memories   {data['memories']} in {plural(data['projects'], 'project')}, "
-               f"{plural(data['sessions'], 'session')}; {data['superseded']} superseded")
+    typer.echo(f"memories   {plural(data['memories'], 'memory', 'memories')} in {plural(data['projects'], 'project')}, "
+               f"{plural(data['sessions'], 'session')}")
+    if data["superseded"]:
+        typer.echo(f"           {data['superseded']} of them replaced by a newer, near-identical memory "
+                   "(kept, not searched)")
     typer.echo("by kind    " + ", ".join(f"{k} {v}" for k, v in sorted(data["by_kind"].items())))
     typer.echo(f"vectors    {data['vectors']} ({data['vector_model'] or 'no index yet'}), "
                f"{data['pending_embeddings']} waiting")
-    typer.echo(f"span       {data['oldest'] or '-'} … {data['newest'] or '-'}")
+    typer.echo(f"span       {minute(data['oldest'])} … {minute(data['newest'])}")
     strength = data["strength"]
     if strength["mean"] is not None:
         typer.echo(f"strength   mean {strength['mean']:.2f}; {strength['consolidated']} consolidated (decay no more), "
@@ -179,9 +176,20 @@ def stats(home: HomeOption = None, json_output: JsonOption = False):
     if latency:
         typer.echo("hook time in process (ms):")
         for hook, row in latency.items():
-            routes = ", ".join(f"{route} {count}" for route, count in sorted(row["routes"].items()))
+            routes = ", ".join(f"{ROUTES.get(route, route)} {count}" for route, count in sorted(row["routes"].items()))
             typer.echo(f"  {hook:<20} n={row['n']:<6} p50 {row['p50']:>7}  p95 {row['p95']:>7}  p99 {row['p99']:>7}"
                        f"  ({routes})")
+
+
+# How a hook delivered its event (hook/client.py's routes), in words.
+ROUTES = {"worker": "answered by the worker", "workerafterstart": "answered after starting the worker",
+          "spool": "kept for later", "paused": "paused", "rejected": "not a valid event", "error": "failed",
+          "none": "nothing to do"}
+
+
+def minute(stamp: str | None) -> str:
+    """An ISO time as `2026-11-25 10:54` (UTC)."""
+    return stamp[:16].replace("T", " ") if stamp else "-"
 
 
 @app.command()
@@ -194,11 +202,15 @@ def injections(
     """What recall injected, when, into which prompt, and why (newest first)."""
     with open_home(home) as recall:
         receipts = recall.injections(session, limit)
+        unknown = bool(session) and not receipts and not recall.known_session(session)
+    if unknown:
+        typer.echo(f"recall: no session {session} (`recall injections` lists the latest)", err=True)
+        raise typer.Exit(1)
     if json_output:
         emit_json(receipts)
         return
     if not receipts:
-        typer.echo("no injections yet")
+        typer.echo(f"nothing injected into session {session}" if session else "no injections yet")
         return
     now = time.time()
     for receipt in receipts:
@@ -240,12 +252,17 @@ def export(
                                                "`recall import`) or markdown.")] = "jsonl",
     output: Annotated[Optional[Path], typer.Option("--output", help="File to write (default: stdout).")] = None,
     home: HomeOption = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print JSON: the memories as one array, or with "
+                                              "--output what was written.")] = False,
 ):
     """Export memories: JSONL (one object per memory, every field; `recall import` reads it back) or Markdown."""
     if output_format not in ("jsonl", "markdown"):
         raise typer.BadParameter("use jsonl or markdown", param_hint="--format")
     with open_home(home) as recall:
         memories = recall.export(resolve_project(project, all_projects))
+    if json_output and output is None:
+        emit_json(memories)
+        return
     if output_format == "jsonl":
         text = "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in memories)
     else:
@@ -267,5 +284,8 @@ def export(
         sys.stdout.write(text)
         return
     output.write_text(text, encoding="utf-8")
+    if json_output:
+        emit_json({"exported": len(memories), "file": str(output), "format": output_format})
+        return
     typer.echo(f"exported {plural(len(memories), 'memory', 'memories')} to {output}", err=True)
 

@@ -38,6 +38,7 @@ class SqliteStore(SqliteSearch, SqliteEmbeddings, SqliteHealth, Store):
         self.config = config
         self.log = JsonLog(paths.log_file, "store")
         conn = schema.open_database(paths.db)
+        self.read_only = conn.readonly("main")  # a data dir that cannot be written: searched, never written
         self.db = Database(conn, SQLITE, lambda: schema.write_transaction(conn))
         self.owner = schema.local_user()
         self.OWNER = _sql_literal(self.owner)

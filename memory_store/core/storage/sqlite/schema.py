@@ -43,10 +43,22 @@ def load_vec(conn: apsw.Connection) -> str | None:
     return None
 
 
+class ReadOnlyDataDir(Exception):
+    """The data dir (or the database in it) cannot be written: recall reads it, captures nothing."""
+
+
 def connect(path: Path, *, readonly: bool = False) -> apsw.Connection:
-    """Open the database with recall's settings (WAL, busy timeout, foreign keys)."""
-    flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
-    if not readonly and not path.exists():
+    """Open the database with recall's settings (WAL, busy timeout, foreign keys). `readonly`: as an immutable
+    file (no lock, no WAL file to create), for a data dir that cannot be written."""
+    if readonly:
+        try:  # a WAL reader needs the -wal and -shm files to exist already
+            conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
+        except apsw.Error:  # then the file alone, as it was at the last checkpoint
+            conn = apsw.Connection(f"file:{path}?immutable=1", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+        return conn
+    flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    if not path.exists():
         # Create the file 0600 before SQLite does (it would honour the umask).
         fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
         os.close(fd)
@@ -72,6 +84,14 @@ def open_database(path: Path) -> apsw.Connection:
     WAL) and a new database created, so capture goes on. The move is recorded in DB_RECOVERY_NOTE for
     `recall doctor` and the next SessionStart to report."""
     inode = _inode(path)
+    if not writable(path):
+        if not path.exists():
+            raise ReadOnlyDataDir(f"{path.parent} is read-only and holds no database yet")
+        conn = connect(path, readonly=True)
+        if schema_version(conn) != len(MIGRATIONS):
+            raise ReadOnlyDataDir(f"{path.parent} is read-only and its database needs an upgrade (schema "
+                                  f"{schema_version(conn)} of {len(MIGRATIONS)}): make it writable once")
+        return conn
     try:
         conn = connect(path)
         migrate(conn)
@@ -83,6 +103,22 @@ def open_database(path: Path) -> apsw.Connection:
     conn = connect(path)
     migrate(conn)
     return conn
+
+
+def writable(path: Path) -> bool:
+    """Can the database at `path` be written (the file, and its folder for the WAL and a new file)?"""
+    folder = os.fspath(path.parent)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return False
+    if path.exists() and not os.access(path, os.W_OK):
+        return False
+    try:  # os.access does not know a read-only file system (and root passes every mode check)
+        probe = os.path.join(folder, f".recall-write-check-{os.getpid()}")
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        os.unlink(probe)
+    except OSError:
+        return False
+    return True
 
 
 def move_aside(path: Path, error: str) -> Path:
