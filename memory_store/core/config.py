@@ -82,7 +82,7 @@ class SearchConfig(_Section):
     enough evidence of being about the query, else "nothing relevant" (core/search.py `relevant`). `--all` shows
     everything. Measured on the coding-recall development set (README, "Search")."""
 
-    floor: float = Field(0.5, ge=0, description="Evidence a hit needs to be shown: its cosine similarity to the query "
+    floor: float = Field(0.45, ge=0, description="Evidence a hit needs to be shown: its cosine similarity to the query "
                          "plus `coverage_weight` times the share of the query's distinctive words it holds.")
     coverage_weight: float = Field(0.5, ge=0, description="Weight of the words a hit shares with the query.")
 

@@ -62,7 +62,7 @@ def _brief(store: Store, project: str, now: float, exclude_session: str | None) 
     newer = versions.newer_versions(store, ranked)
     shown = {m.id for m in ranked}
     ranked = [m for m in ranked if not any(n.id in shown for n in newer.get(m.id, ()))]
-    limit = max(160, cfg.inject.hot_budget_chars // max(1, cfg.tiers.hot_size) + 60)
+    limit = brief_item_chars(store)
     items = []
     for memory in sorted(ranked, key=lambda m: (m.created_at, m.id)):
         if memory.kind == "prompt":  # no answer yet
@@ -92,17 +92,47 @@ def is_cold(store: Store, created_at: float, now: float) -> bool:
 
 def warm_recall(store: Store, models, project: str, session_id: str, prompt: str, now: float) -> gate.Decision:
     """What the gate decides for a prompt (core/gate.py). Skips what is already in this session's
-    context: its own memories, and what the SessionStart brief or an earlier prompt of it injected
-    (a compaction empties the context, and with it this list: router.session_brief)."""
-    return gate.judge(store, models, prompt, project, session_id, now, exclude_ids=store.injected_ids(session_id))
+    context: its own memories, what an earlier prompt of it got injected, and what the SessionStart brief
+    showed, unless the prompt's answer from it says more than the brief's digest did (the brief shows each
+    item by what it settled, not by what a later question asks). A compaction empties the context, and with
+    it these lists (router.session_brief)."""
+    from_prompts = store.injected_ids(session_id, "UserPromptSubmit")
+    in_brief = store.injected_ids(session_id) - from_prompts
+    decision = gate.judge(store, models, prompt, project, session_id, now, exclude_ids=from_prompts)
+    if in_brief:
+        for candidate in decision.taken:
+            if candidate.episode and candidate.episode.ids() & in_brief and _brief_said_it(store, decision, candidate):
+                candidate.taken = False
+                candidate.why += "; the SessionStart brief already showed what it says"
+    return decision
+
+
+def _brief_said_it(store: Store, decision: gate.Decision, candidate: gate.Candidate) -> bool:
+    """Does the brief's line for this episode already hold every sentence the prompt's answer from it would show?"""
+    shown = " ".join(inject.episode_item(candidate.episode, set(), brief_item_chars(store)).text.split()).lower()
+    answer = _item(store, decision, candidate).text
+    parts = [part.split(": ", 1)[-1] for part in answer.split(" → ")]  # without the "Q:"/"A:" labels
+    return all(" ".join(sentence.split()).lower().rstrip("…") in shown
+               for part in parts for sentence in sentences.split(part))
+
+
+def brief_item_chars(store: Store) -> int:
+    """How long one item of the SessionStart brief may be."""
+    cfg = store.config
+    return max(160, cfg.inject.hot_budget_chars // max(1, cfg.tiers.hot_size) + 60)
+
+
+def _item(store: Store, decision: gate.Decision, candidate: gate.Candidate) -> inject.Item:
+    """A taken candidate as an injectable line: its episode's answer to the prompt."""
+    if not candidate.episode:
+        return inject.memory_item(candidate.memory)
+    terms = ranking.answer_terms(ranking.parse_query(decision.prompt))
+    return inject.episode_item(candidate.episode, terms, store.config.inject.max_item_chars, candidate.newer,
+                               decision.intent.wants)
 
 
 def warm_items(store: Store, decision: gate.Decision) -> list[inject.Item]:
     """The taken candidates as injectable lines: each episode's answer to the prompt."""
-    terms = ranking.answer_terms(ranking.parse_query(decision.prompt))
-    limit = store.config.inject.max_item_chars
-    wants = decision.intent.wants
-    return [inject.episode_item(c.episode, terms, limit, c.newer, wants) if c.episode else inject.memory_item(c.memory)
-            for c in decision.taken]
+    return [_item(store, decision, c) for c in decision.taken]
 
 
