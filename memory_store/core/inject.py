@@ -86,7 +86,7 @@ def episode_item(episode: Episode, terms: set[str], limit: int, newer: list[Memo
     for update in newer:
         stamp = update.created_at.astimezone().strftime("%Y-%m-%d")
         was = ", ".join(versions.changed(versions.stated(update), full)[:2])
-        summary = sentences.summarize(update.text, max(120, limit // 3))
+        summary = _saying(update, full, max(120, limit // 3))
         current.append(f"Current since {stamp} (#{update.id}): {summary}" + (f" (was {was})" if was else ""))
     room = max(80, limit - sum(len(c) + 1 for c in current) - 10)
 
@@ -98,6 +98,15 @@ def episode_item(episode: Episode, terms: set[str], limit: int, newer: list[Memo
     text = " ".join(current) + (f" Earlier: {rest}" if useful else "")
     stamp_at = max([episode.created_at] + [m.created_at.timestamp() for m in newer])
     return Item(episode.anchor.id, kind_label(episode.anchor), stamp_at, text)
+
+
+def _saying(update: Memory, older: str, limit: int) -> str:
+    """What a newer statement says about the values it changes in `older`: its sentences that give them (an
+    answer about a larger change states a value in passing), else its densest sentences."""
+    stated = versions.stated(update)
+    values = versions.new_values(stated, older)
+    giving = [sentence for sentence in sentences.split(stated) if any(value in sentence for value in values)]
+    return cap_readable(" ".join(giving), limit) if giving else sentences.summarize(update.text, limit)
 
 
 def _line(item: Item, now: float, limit: int) -> str:

@@ -12,19 +12,22 @@ def cap(text: str, limit: int, marker: str = ELLIPSIS) -> str:
     return text[: max(0, limit - len(marker))].rstrip() + marker
 
 
-_BOUNDARIES = (". ", "! ", "? ", "; ", ": ", ", ", " — ", " – ", " - ")
+# Where a reader expects a cut, strongest first, with the share of the budget a cut there must keep: a sentence's
+# end may give up a fifth of it, a clause's a tenth (what is cut is often what was asked about).
+_BOUNDARIES = ((". ", 0.8), ("! ", 0.8), ("? ", 0.8), ("; ", 0.9), (": ", 0.9), (", ", 0.9), (" — ", 0.9),
+               (" – ", 0.9), (" - ", 0.9))
 
 
 def cap_readable(text: str, limit: int, marker: str = ELLIPSIS) -> str:
     """`text` cut to at most `limit` characters where a reader expects a cut: after a sentence or a clause when
-    one ends in the last half of the budget, else between words (never inside one), ending with `marker`."""
+    one ends near the budget's end, else between words (never inside one), ending with `marker`."""
     if len(text) <= limit:
         return text
     room = max(0, limit - len(marker))
     head = text[:room]
-    for boundary in _BOUNDARIES:  # the strongest boundary that keeps at least half the budget
+    for boundary, keep in _BOUNDARIES:
         at = head.rfind(boundary)
-        if at >= room // 2:
+        if at >= room * keep:
             return head[:at + 1].rstrip(" ,;:—–-") + marker
     if not text[room:room + 1].isspace() and " " in head:
         head = head[: head.rfind(" ")]
