@@ -86,11 +86,15 @@ def episode_item(episode: Episode, terms: set[str], limit: int, newer: list[Memo
     for update in newer:
         stamp = update.created_at.astimezone().strftime("%Y-%m-%d")
         was = ", ".join(versions.changed(versions.stated(update), full)[:2])
-        summary = _saying(update, full, max(120, limit // 3))
+        summary = _saying(update, full, max(100, limit // 5))
         current.append(f"Current since {stamp} (#{update.id}): {summary}" + (f" (was {was})" if was else ""))
     room = max(80, limit - sum(len(c) + 1 for c in current) - 10)
 
     def outdated(sentence: str) -> bool:
+        """A sentence whose value changed, and which holds nothing else the prompt asks about (a file path that
+        also states the old limit stays, under "Earlier:")."""
+        if sentences.provides(sentence, wants) or sentences.overlap(terms, sentence) >= 0.5:
+            return False
         return any(versions.changed(versions.stated(update), versions.as_stated(sentence)) for update in newer)
 
     rest = episode.excerpt(terms, room, wants, drop=outdated)
@@ -101,12 +105,12 @@ def episode_item(episode: Episode, terms: set[str], limit: int, newer: list[Memo
 
 
 def _saying(update: Memory, older: str, limit: int) -> str:
-    """What a newer statement says about the values it changes in `older`: its sentences that give them (an
+    """What a newer statement says about the values it changes in `older`: its first sentence that gives one (an
     answer about a larger change states a value in passing), else its densest sentences."""
     stated = versions.stated(update)
     values = versions.new_values(stated, older)
     giving = [sentence for sentence in sentences.split(stated) if any(value in sentence for value in values)]
-    return cap_readable(" ".join(giving), limit) if giving else sentences.summarize(update.text, limit)
+    return cap_readable(giving[0], limit) if giving else sentences.summarize(update.text, limit)
 
 
 def _line(item: Item, now: float, limit: int) -> str:
