@@ -34,6 +34,9 @@ from .shared.redact import secret_kinds
 from .shared import worker_client
 
 
+RELEVANT_DEPTH = 10  # hits ranked before the relevance floor, at least
+
+
 class Recall:
     def __init__(self, paths: DataPaths, config: Config, *, load_models: bool = True):
         self.paths = paths
@@ -83,9 +86,10 @@ class Recall:
         show them: "relevant", only those with evidence of being about it (core.search.relevant; maybe none),
         as they stand now (an old value a newer hit changed left out); "all", every hit. Either way a hit whose
         value a newer memory changed says so first (core.search.current_only)."""
+        if shown == "relevant":  # ranked deeper than asked: what the floor or a newer value leaves out makes room
+            hits = run_search(self.store, self.models, query, max(limit * 2, RELEVANT_DEPTH), project, **options)
+            return current_only(self.store, relevant(hits, query, self.config.search, self.models.embedder))[:limit]
         hits = run_search(self.store, self.models, query, limit, project, **options)
-        if shown == "relevant":
-            return current_only(self.store, relevant(hits, query, self.config.search))
         return current_only(self.store, hits, drop=False) if shown == "all" else hits
 
     def explain(self, prompt: str, project: str, now: float | None = None):

@@ -155,20 +155,28 @@ def finish(store: Store, embedder, scored: list[tuple[float, Row]], found: Candi
     return hits
 
 
-def relevant(hits: list[Hit], query_text: str, cfg: SearchConfig) -> list[Hit]:
+def relevant(hits: list[Hit], query_text: str, cfg: SearchConfig, embedder=None) -> list[Hit]:
     """The hits a person should be shown for `query_text`: those with evidence of being about it (their meaning
     close to the query's, or the query's distinctive words in what is shown), at least `cfg.floor`. A ranking
-    always has a first hit; this is what says "nothing relevant" instead. Small talk holds no evidence."""
+    always has a first hit; this is what says "nothing relevant" instead. Small talk holds no evidence. An
+    exchange's vector is its answer's: one short of the floor is weighed again by its question and answer
+    together (`embedder`: a few embeddings, for the hits that need them only)."""
     terms = ranking.answer_terms(ranking.parse_query(query_text))
-    kept = []
+    scored = []
     for hit in hits:
-        shown = shown_text(hit)
         if sentences.is_small_talk(hit):
             continue
-        coverage = ranking.term_coverage_of(terms, shown) if terms else 0.0
-        if (hit.similarity or 0.0) + cfg.coverage_weight * coverage >= cfg.floor:
-            kept.append(hit)
-    return kept
+        coverage = ranking.term_coverage_of(terms, shown_text(hit)) if terms else 0.0
+        scored.append((hit, (hit.similarity or 0.0) + cfg.coverage_weight * coverage))
+    again = [hit for hit, evidence in scored if evidence < cfg.floor and hit.kind == "exchange"
+             and hit.meta.get("prompt") and hit.similarity is not None]
+    if again and embedder is not None:
+        query = embedder.embed_query(query_text)
+        vectors = embedder.embed([shown_text(hit) for hit in again])
+        better = {hit.id: embedder.similarity(vector, query) - (hit.similarity or 0.0)
+                  for hit, vector in zip(again, vectors)}
+        scored = [(hit, evidence + max(0.0, better.get(hit.id, 0.0))) for hit, evidence in scored]
+    return [hit for hit, evidence in scored if evidence >= cfg.floor]
 
 
 def current_only(store: Store, hits: list[Hit], drop: bool = True) -> list[Hit]:
