@@ -120,12 +120,18 @@ def test_a_read_only_data_dir_is_one_line_and_search_still_works(hooks, home, pr
     stop_worker(home)
 
 
-def test_permissions_the_user_set_are_left_alone(hooks, home, project):
+@pytest.mark.parametrize("mode, after", [(0o500, 0o500), (0o700, 0o700), (0o750, 0o700), (0o755, 0o700)])
+def test_the_data_dir_is_closed_to_others_but_never_opened(hooks, home, project, mode, after):
+    """A mode its owner gave it stays (made read-only on purpose, it is not made writable); only access by
+    others is taken away, as a fresh mkdir under the usual umask grants it."""
     first_session(hooks, project)
     stop_worker(home)
-    os.chmod(home, 0o750)
-    send = session(hooks, project)
-    send("SessionStart-startup")
-    cli("search", "staging", "--project", project, "--home", home)
-    stop_worker(home)
-    assert stat.S_IMODE(os.stat(home).st_mode) == 0o750
+    os.chmod(home, mode)
+    try:
+        send = session(hooks, project)
+        send("SessionStart-startup")
+        cli("search", "staging", "--project", project, "--home", home)
+        stop_worker(home)
+        assert stat.S_IMODE(os.stat(home).st_mode) == after
+    finally:
+        os.chmod(home, 0o700)

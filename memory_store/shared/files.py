@@ -11,11 +11,18 @@ MAX_LOG_BYTES = 5_000_000  # an append-only log is rotated to <name>.1 beyond th
 
 
 def ensure_private_dir(path) -> None:
-    """Create `path` (and parents) readable by the owner only. A directory that exists keeps the mode its owner
-    gave it (made read-only on purpose, it stays so: `recall doctor` reports one that is open to others)."""
+    """Create `path` (and parents) readable by the owner only. A directory that exists is only ever closed to
+    others (group and other bits dropped, as a fresh `mkdir` under the usual umask leaves them), never opened:
+    one its owner made read-only stays read-only."""
     try:
         os.makedirs(path, mode=PRIVATE_DIR)
     except FileExistsError:
+        try:
+            mode = os.stat(path).st_mode & 0o7777
+            if mode & 0o077:
+                os.chmod(path, mode & 0o700)
+        except OSError:
+            pass
         return
     try:
         os.chmod(path, PRIVATE_DIR)  # makedirs honours the umask
