@@ -218,6 +218,15 @@ def tool_failure(event: PostToolUseFailure, cfg: CaptureConfig, project: str, at
                        importance=importance("error", text), meta=meta)
 
 
+_COMMAND_PARTS = re.compile(r"<command-(name|args)>(.*?)</command-\1>", re.DOTALL)
+
+
+def command_line(text: str) -> str:
+    """A slash command as the user typed it (`/review PR 12`), from the tags Claude Code records it in."""
+    parts = dict((name, value.strip()) for name, value in _COMMAND_PARTS.findall(text))
+    return " ".join(part for part in (parts.get("name", ""), parts.get("args", "")) if part)
+
+
 def prompt_memory(prompt: str, cfg: CaptureConfig, project: str, session_id: str, at: float,
                   meta: dict | None = None) -> MemoryDraft | None:
     """A user prompt, unless it is empty, private or one of recall's own commands."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from ..shared import spool
-from . import alerts, capture, compaction, inject, preferences, tiers, transcripts
+from . import alerts, capture, compaction, inject, preferences, tiers, transcripts, user_words
 from .hook_events import (HANDLED_EVENTS, PostToolUse, PostToolUseFailure, PreCompact, SessionEnd, SessionStart,
                           Stop, SubagentStop, UserPromptSubmit, parse_event)
 from ..shared.projects import GLOBAL_PROJECT, locate
@@ -50,9 +50,13 @@ def on_session_start(ctx: Context, event: SessionStart) -> dict:
 
 def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
     store = ctx.store
+    said = user_words.read(event.prompt)
+    if said.kind != user_words.USER:  # Claude Code's words in the user's place (a task notification, a command)
+        store.record(ctx.event_id, None, ctx.at)
+        return {}
     meta = {"prompt_id": event.prompt_id} if event.prompt_id else {}
     with stage("store"):
-        draft = capture.prompt_memory(event.prompt, store.config.capture, ctx.project, event.session_id, ctx.at, meta)
+        draft = capture.prompt_memory(said.words, store.config.capture, ctx.project, event.session_id, ctx.at, meta)
         recorded = store.record(ctx.event_id, draft, ctx.at)
         if draft is not None:
             remember_if_standing(store, ctx, draft.text)
@@ -60,7 +64,7 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
             store.record(skipped_turn_id(event.session_id, event.prompt_id), None, ctx.at)
     if not ctx.respond or event.prompt.lstrip().startswith(capture.RECALL_COMMAND_PREFIX):
         return {}
-    decision = tiers.warm_recall(store, ctx.models, ctx.project, event.session_id, event.prompt, ctx.at)
+    decision = tiers.warm_recall(store, ctx.models, ctx.project, event.session_id, said.words, ctx.at)
     with stage("render"):
         items = tiers.warm_items(store, decision)
         text, ids = inject.render_block(items, "Possibly relevant to this prompt:", store.config.inject.budget_chars,

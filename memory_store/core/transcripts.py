@@ -1,15 +1,11 @@
-"""`recall import`: Claude Code transcripts (JSONL) into the store.
+"""`recall import`: Claude Code transcripts (JSONL), and `recall export` files, into the store.
 
-An imported session yields the same memories live capture would have made: each prompt,
-each tool observation (from the `tool_result` entries, whose `toolUseResult` is the
-PostToolUse `tool_response`), each failed tool call, and one exchange per turn (the gist of
-the final answer, with its prompt as context). So importing a session recall already
-captured adds nothing new: the memories deduplicate.
-
-Entries keep their own timestamp, session and cwd. Event ids are derived from the entry
-uuids, so importing the same file twice changes nothing; unchanged files are skipped by
-size. Bookkeeping entries (attachments, hook records, api-request*, queue-operation …),
-sidechains, meta and compaction-summary entries are ignored, as is text recall injected.
+An imported session yields the same memories live capture would have made (core/transcript_reader.py), its
+subagents' work included, so importing a session recall already captured adds nothing new: the memories
+deduplicate. Entries keep their own timestamp, session and cwd. Event ids are derived from the entry uuids,
+so importing the same file twice changes nothing; unchanged files are skipped by size. Bookkeeping entries
+(attachments, hook records, api-request*, queue-operation …), meta and compaction-summary entries are
+ignored, as is text recall injected.
 """
 
 from __future__ import annotations
@@ -17,181 +13,64 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
-import time
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
-from . import capture
-from .hook_events import PostToolUse, PostToolUseFailure
-from ..shared.projects import locate, project_for
+from ..shared.projects import locate
 from .records import MemoryDraft
+from .transcript_reader import ImportReport, SessionReader, parse_time, read_entries, text_blocks
 
-_COMMAND_NAME = re.compile(r"<command-name>\s*(/?[\w:\-]+)\s*</command-name>")
-_LOCAL_COMMAND = re.compile(r"^\s*<(local-command-stdout|local-command-stderr|command-message|bash-stdout|bash-stderr)>")
-
-
-class TranscriptEntry(BaseModel):
-    """One line of a Claude Code transcript (only what import reads; unknown keys allowed)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    type: str
-    uuid: str | None = None
-    sessionId: str | None = None
-    timestamp: str | None = None
-    cwd: str | None = None
-    isSidechain: bool = False
-    isMeta: bool = False
-    isCompactSummary: bool = False
-    promptId: str | None = None
-    message: dict[str, Any] | None = None
-    toolUseResult: Any = None
+__all__ = ["ImportReport", "find_transcripts", "import_paths", "import_file", "first_prompt"]
 
 
-@dataclass
-class ImportReport:
-    files: int = 0
-    skipped_files: int = 0
-    entries: int = 0
-    events: int = 0
-    new_memories: int = 0
-    duplicates: int = 0
-    errors: list[str] = field(default_factory=list)  # lines that could not be read
-    failed: list[str] = field(default_factory=list)  # files not imported at all, with the reason
+def is_subagent_file(path: Path) -> bool:
+    """A subagent's own transcript: `agent-<id>.jsonl`, beside its session's (2.0) or under
+    `<session>/subagents/` (2.1)."""
+    return path.name.startswith("agent-") or "subagents" in path.parts
 
 
 def find_transcripts(paths: list[Path]) -> list[Path]:
-    """Transcript files under the given files/directories (subagent transcripts excluded)."""
+    """Transcript files under the given files/directories (a session's subagent files are read with it)."""
     found: list[Path] = []
     for path in paths:
         path = path.expanduser()
         if path.is_dir():
-            found.extend(p for p in sorted(path.rglob("*.jsonl")) if "subagents" not in p.parts)
+            found.extend(sorted(path.rglob("*.jsonl")))
         elif path.is_file():
             found.append(path)
     return list(dict.fromkeys(found))
 
 
-def parse_time(value: str | None) -> float | None:
-    if not value:
-        return None
+def _session_of(path: Path) -> str | None:
+    """The session id a transcript's first entries name (a subagent file names its parent's)."""
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def _text_blocks(content) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
-    return ""
-
-
-def read_entries(path: Path, report: ImportReport) -> Iterator[TranscriptEntry]:
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                entry = TranscriptEntry.model_validate(json.loads(line))
-            except (ValueError, ValidationError) as exc:
-                report.errors.append(f"{path.name}:{number}: {str(exc).splitlines()[0][:120]}")
-                continue
-            report.entries += 1
-            if entry.type in ("user", "assistant") and not entry.isSidechain:
-                yield entry
-
-
-class _SessionReader:
-    """Walks one transcript's conversation entries and emits (event_id, draft, time) triples."""
-
-    def __init__(self, cfg, home: str):
-        self.cfg = cfg
-        self.home = home
-        self.tool_uses: dict[str, tuple[str, Any]] = {}  # tool_use id -> (name, input)
-        self.turn_prompt: str | None = None  # the text of the prompt that opened the current turn
-        self.turn_answer: tuple[str, str, float, str, str] | None = None  # (uuid, text, at, session, project)
-        self.skip_turn = False
-        self.out: list[tuple[str, MemoryDraft | None, float]] = []
-
-    def close_turn(self) -> None:
-        if self.turn_answer and not self.skip_turn:
-            uuid, answer, at, session, project = self.turn_answer
-            prompt_text = self.turn_prompt
-            draft = capture.exchange_memory(prompt_text, answer, self.cfg, project, session, at)
-            if draft is not None:
-                self.out.append((f"import:{session}:{uuid}:exchange", draft, at))
-        self.turn_prompt = None
-        self.turn_answer = None
-        self.skip_turn = False
-
-    def add(self, entry: TranscriptEntry) -> None:
-        session = entry.sessionId or ""
-        at = parse_time(entry.timestamp) or time.time()
-        cwd = entry.cwd or "/"
-        project = project_for(cwd)
-        message = entry.message or {}
-        content = message.get("content")
-        event_base = f"import:{session}:{entry.uuid or at}"
-        if entry.type == "user":
-            if entry.isMeta or entry.isCompactSummary:
-                return
-            results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] \
-                if isinstance(content, list) else []
-            if results:
-                for block in results:
-                    self.add_tool_result(block, entry, session, cwd, project, at)
-                return
-            text = _text_blocks(content)
-            if not text.strip() or _LOCAL_COMMAND.match(text):
-                return
-            self.close_turn()
-            command = _COMMAND_NAME.search(text)
-            if command and command.group(1).lstrip("/").startswith("recall:"):
-                self.skip_turn = True
-                return
-            draft = capture.prompt_memory(text, self.cfg, project, session, at,
-                                          {"prompt_id": entry.promptId} if entry.promptId else None)
-            if draft is None:
-                self.skip_turn = True
-                return
-            self.out.append((event_base, draft, at))
-            self.turn_prompt = draft.text
-        elif entry.type == "assistant" and isinstance(content, list):
-            for block in content:
-                if not isinstance(block, dict):
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for _, line in zip(range(20), handle):
+                try:
+                    entry = json.loads(line, strict=False)
+                except ValueError:
                     continue
-                if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
-                    self.tool_uses[block["id"]] = (str(block.get("name", "")), block.get("input"))
-                elif block.get("type") == "text" and block.get("text", "").strip():
-                    # The last text of a turn is its answer (what Stop's last_assistant_message holds).
-                    self.turn_answer = (entry.uuid or str(at), block["text"], at, session, project)
+                if isinstance(entry, dict) and isinstance(entry.get("sessionId"), str):
+                    return entry["sessionId"]
+    except OSError:
+        pass
+    return None
 
-    def add_tool_result(self, block: dict, entry: TranscriptEntry, session: str, cwd: str, project: str,
-                        at: float) -> None:
-        tool_use_id = block.get("tool_use_id")
-        name, tool_input = self.tool_uses.get(tool_use_id, ("", None))
-        if not name:
-            return
-        common = {"session_id": session or "import", "cwd": cwd, "tool_name": name, "tool_input": tool_input,
-                  "tool_use_id": tool_use_id}
-        if block.get("is_error"):
-            error = _text_blocks(block.get("content")) if not isinstance(block.get("content"), str) else block["content"]
-            event = PostToolUseFailure(hook_event_name="PostToolUseFailure", error=error or "", **common)
-            draft = capture.tool_failure(event, self.cfg, project, at)
-        else:
-            response = entry.toolUseResult if entry.toolUseResult is not None else block.get("content")
-            event = PostToolUse(hook_event_name="PostToolUse", tool_response=response, **common)
-            draft = capture.tool_observation(event, self.cfg, project, at, self.home)
-        if draft is not None:
-            self.out.append((f"import:{session}:{tool_use_id}", draft, at))
+
+def subagent_files(session_file: Path, candidates: list[Path]) -> list[Path]:
+    """The subagent transcripts of a session: under `<session>/subagents/` (2.1) and, beside it, the
+    `agent-*.jsonl` files that name its session (2.0)."""
+    nested = sorted((session_file.parent / session_file.stem / "subagents").glob("agent-*.jsonl"))
+    session = None
+    siblings = []
+    for path in candidates:
+        if path.parent == session_file.parent and path.name.startswith("agent-"):
+            session = session or _session_of(session_file)
+            if session and _session_of(path) == session:
+                siblings.append(path)
+    return list(dict.fromkeys(nested + siblings))
 
 
 EXPORT_FIELDS = {"id", "project", "kind", "text", "created_at"}  # a line of `recall export --format jsonl`
@@ -240,26 +119,30 @@ def import_export_file(store, path: Path, report: ImportReport) -> int:
     return len(results)
 
 
-def import_file(store, path: Path, report: ImportReport) -> int:
-    """Import one transcript, adding its numbers to `report`; returns how many events it held."""
+def import_file(store, path: Path, report: ImportReport, agents: list[Path] = ()) -> int:
+    """Import one transcript with its subagents' files, adding its numbers to `report`; returns how many
+    events it held."""
     if is_recall_export(path):
         return import_export_file(store, path, report)
-    reader = _SessionReader(store.config.capture, str(store.paths.home))
+    reader = SessionReader(store.config.capture, str(store.paths.home), report)
     sessions: dict[str, tuple[str, float, float]] = {}
     places: set[tuple[str, str]] = set()
     for entry in read_entries(path, report):
         reader.add(entry)
         at = parse_time(entry.timestamp)
-        if entry.sessionId and at:
+        if entry.sessionId and at and not entry.isSidechain:
             project, root = locate(entry.cwd or "/")
             if os.path.isdir(root):  # a clone on this machine (a transcript from elsewhere names no place here)
                 places.add((project, root))
             first = sessions.get(entry.sessionId, (project, at, at))
             sessions[entry.sessionId] = (first[0], min(first[1], at), max(first[2], at))
-    reader.close_turn()
+    for agent_file in agents:
+        entries = list(read_entries(agent_file, report))
+        agent_id = next((e.agentId for e in entries if e.agentId), None) or agent_file.stem.removeprefix("agent-")
+        reader.add_subagent(agent_id, entries)
     for project, root in places:
         store.note_project_path(project, root)
-    results = store.record_many(reader.out)
+    results = store.record_many(reader.drafts())
     for session_id, (project, started, ended) in sessions.items():
         store.import_session(session_id, project, started, ended, str(path))
     report.events += len(results)
@@ -268,28 +151,46 @@ def import_file(store, path: Path, report: ImportReport) -> int:
     return len(results)
 
 
+def sessions_with_subagents(files: list[Path]) -> list[tuple[Path, list[Path]]]:
+    """Each session's transcript with its subagents' files; a subagent file whose session is not among them
+    is read on its own (its work still lands in its namespace)."""
+    subagents = [path for path in files if is_subagent_file(path)]
+    claimed: set[Path] = set()
+    groups = []
+    for path in files:
+        if not is_subagent_file(path):
+            agents = subagent_files(path, subagents)
+            claimed.update(agents)
+            groups.append((path, agents))
+    groups += [(path, []) for path in subagents if path not in claimed]
+    return groups
+
+
 def import_paths(store, paths: list[Path], progress=None) -> ImportReport:
     """Import transcripts from files and directories. `progress(path)` is called after each file."""
     report = ImportReport()
-    for path in find_transcripts(paths):
+    for path, agents in sessions_with_subagents(find_transcripts(paths)):
+        group = [path, *agents]
         try:
-            size = path.stat().st_size
-            if store.imported_size(str(path.resolve())) == size:
-                report.skipped_files += 1
+            sizes = {member: member.stat().st_size for member in group}
+            if all(store.imported_size(str(member.resolve())) == size for member, size in sizes.items()):
+                report.skipped_files += len(group)
             else:
                 entries_before, errors_before = report.entries, len(report.errors)
-                events = import_file(store, path, report)
+                events = import_file(store, path, report, agents)
                 if report.entries == entries_before and len(report.errors) > errors_before:
                     report.failed.append(f"{path}: not a Claude Code transcript nor a recall export "
                                          f"({len(report.errors) - errors_before} unreadable lines, none usable)")
                     del report.errors[errors_before:]
                 else:
-                    store.mark_imported(str(path.resolve()), size, events)
-                    report.files += 1
+                    for member, size in sizes.items():
+                        store.mark_imported(str(member.resolve()), size, events if member == path else 0)
+                    report.files += len(group)
         except OSError as exc:
             report.failed.append(f"{path}: {exc.strerror or exc}")
         if progress:
-            progress(path)
+            for member in group:
+                progress(member)
     return report
 
 
@@ -307,11 +208,11 @@ def first_prompt(path: str | None) -> str | None:
         return None
     for line in head.splitlines():
         try:
-            entry = json.loads(line)
+            entry = json.loads(line, strict=False)
         except ValueError:
             continue
         message = entry.get("message") if isinstance(entry, dict) and entry.get("type") == "user" else None
-        text = _text_blocks(message.get("content")) if isinstance(message, dict) else ""
+        text = text_blocks(message.get("content")) if isinstance(message, dict) else ""
         if text.strip():
             return text
     return None

@@ -47,7 +47,8 @@ def import_command(
                 typer.echo(f"embeddings skipped: {recall.models.embedder_error}", err=True)
     result = {"files": report.files, "unchanged_files": report.skipped_files, "entries": report.entries,
               "events": report.events, "new_memories": report.new_memories, "duplicates": report.duplicates,
-              "embedded": embedded, "errors": report.errors[:20], "error_count": len(report.errors),
+              "embedded": embedded, "subagents": report.subagents, "not_the_users_lines": report.not_the_users,
+              "errors": report.errors[:20], "error_count": len(report.errors),
               "failed_files": report.failed + [f"{p}: no such file or directory" for p in missing]}
     failed = result["failed_files"]
     if json_output:
@@ -55,7 +56,10 @@ def import_command(
     else:
         typer.echo(f"{plural(report.files, 'file')} imported ({report.skipped_files} unchanged), "
                    f"{plural(report.entries, 'entry', 'entries')}, {plural(report.new_memories, 'new memory', 'new memories')}, "
-                   f"{plural(report.duplicates, 'duplicate')} merged, {embedded} embedded.")
+                   f"{plural(report.duplicates, 'duplicate')} merged, {embedded} embedded; "
+                   f"{plural(report.subagents, 'subagent')} read into their namespaces, "
+                   f"{plural(report.not_the_users, 'line')} Claude Code wrote as the user's left out, "
+                   f"{plural(len(report.errors), 'unreadable line')}.")
         for problem in report.failed:
             typer.echo(f"  not imported: {problem}", err=True)
         shown = report.errors[:5]
