@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from conftest import ROOT, load_payload, play_deploy_session, wait_until_embedded, stored
+from conftest import ROOT, load_payload, play_deploy_session, stop_worker, stored, wait_until_embedded
 from memory_store import open_recall
 from memory_store.shared.logs import read_records
 from memory_store.shared.paths import DataPaths
@@ -22,8 +22,8 @@ def session(hooks, cwd, session_id=None):
     session_id = session_id or str(uuid.uuid4())
 
     def send(fixture: str, **changes):
-        payload = load_payload(fixture, session_id=session_id, cwd=str(cwd),
-                               transcript_path=f"/tmp/{session_id}.jsonl", **changes)
+        changes.setdefault("cwd", str(cwd))
+        payload = load_payload(fixture, session_id=session_id, transcript_path=f"/tmp/{session_id}.jsonl", **changes)
         result = hooks.run(payload["hook_event_name"], payload)
         assert result.returncode == 0, result.stderr
         assert result.stdout.strip() == "" or result.output is not None, f"stray stdout: {result.stdout!r}"
@@ -202,3 +202,33 @@ def test_hook_timing_log_is_rotated(hooks, home, project):
     session(hooks, project)("PostToolUse-Bash")
     assert paths.log_file.with_name("recall.log.1").exists()
     assert paths.log_file.stat().st_size < MAX_LOG_BYTES
+
+
+def test_a_session_that_moves_to_another_repository_follows_it(hooks, home, project, other_project):
+    """CwdChanged (Claude Code 2.1's payload): the turn's prompt moves with the session, later events land in the
+    new repository, and its brief comes once, with the next prompt there (Claude Code takes no context from
+    CwdChanged itself)."""
+    play_deploy_session(session(hooks, other_project), f"Note for later: {FACT}.")  # earlier work over there
+    wait_until_embedded(home)
+    send = session(hooks, project)
+    send("SessionStart-startup")
+    send("UserPromptSubmit", prompt="go to the other checkout and look at its deploy script", prompt_id="t1")
+    moved = send("CwdChanged", cwd=str(other_project), old_cwd=str(project), new_cwd=str(other_project),
+                 prompt_id="t1")
+    assert moved.stdout.strip() in ("", "{}")
+    send("Stop", cwd=str(other_project), prompt_id="t1", last_assistant_message="It is scripts/ship.sh over there.")
+    first = send("UserPromptSubmit", cwd=str(other_project), prompt="ok, what else is going on in this repo?",
+                 prompt_id="t2")
+    assert "scripts/ship.sh" in first.context and "moved into" in first.context
+    second = send("UserPromptSubmit", cwd=str(other_project), prompt="and anything about the database?",
+                  prompt_id="t3")
+    assert "moved into" not in second.context
+    stop_worker(home)
+    recall = stored(home)
+    try:
+        turn = [m for m in recall.select() if "go to the other checkout" in m.text]
+        assert turn and turn[0].project == str(other_project)
+        answer = [m for m in recall.select() if m.kind == "exchange" and "over there" in m.text]
+        assert answer and answer[0].project == str(other_project)
+    finally:
+        recall.close()

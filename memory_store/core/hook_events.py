@@ -74,10 +74,19 @@ class PreCompact(HookPayload):
     custom_instructions: str | None = None
 
 
+class CwdChanged(HookPayload):
+    """A Bash command of the main session ended in another directory. `cwd` is where the session is now: a `cd`
+    outside the working directories is undone at once, so `new_cwd` may be a place it never stays in."""
+
+    hook_event_name: Literal["CwdChanged"]
+    old_cwd: str | None = None
+    new_cwd: str | None = None
+
+
 HookEvent = (SessionStart | UserPromptSubmit | PostToolUse | PostToolUseFailure | Stop | SessionEnd | SubagentStop
-             | PreCompact)
+             | PreCompact | CwdChanged)
 HANDLED_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd",
-                  "SubagentStop", "PreCompact")
+                  "SubagentStop", "PreCompact", "CwdChanged")
 _EVENT_ADAPTER = TypeAdapter(HookEvent)
 
 

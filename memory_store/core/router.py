@@ -17,8 +17,8 @@ from pydantic import ValidationError
 
 from ..shared import spool
 from . import alerts, capture, compaction, inject, preferences, tiers, transcripts, user_words
-from .hook_events import (HANDLED_EVENTS, PostToolUse, PostToolUseFailure, PreCompact, SessionEnd, SessionStart,
-                          Stop, SubagentStop, UserPromptSubmit, parse_event)
+from .hook_events import (HANDLED_EVENTS, CwdChanged, PostToolUse, PostToolUseFailure, PreCompact, SessionEnd,
+                          SessionStart, Stop, SubagentStop, UserPromptSubmit, parse_event)
 from ..shared.projects import GLOBAL_PROJECT, locate
 from .records import MemoryDraft
 from .stages import stage
@@ -64,11 +64,13 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
             store.record(skipped_turn_id(event.session_id, event.prompt_id), None, ctx.at)
     if not ctx.respond or event.prompt.lstrip().startswith(capture.RECALL_COMMAND_PREFIX):
         return {}
+    brief = moved_in_brief(store, event.session_id, ctx.project, ctx.at)
     decision = tiers.warm_recall(store, ctx.models, ctx.project, event.session_id, said.words, ctx.at)
     with stage("render"):
         items = tiers.warm_items(store, decision)
         text, ids = inject.render_block(items, "Possibly relevant to this prompt:", store.config.inject.budget_chars,
                                         store.config.inject.max_item_chars, ctx.at)
+        text = "\n".join(part for part in (brief, text) if part)
     with stage("bookkeeping"):
         shown = [(c.episode.ids() if c.episode else set()) | {c.memory.id} for c in decision.taken
                  if c.memory.id in ids]
@@ -76,6 +78,36 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
                              sorted(set().union(*shown)) if shown else [], recorded.memory_id,
                              [(c.memory.id, c.why) for c in decision.taken if c.memory.id in ids])
     return inject.hook_output("UserPromptSubmit", text)
+
+
+def on_cwd_changed(ctx: Context, event: CwdChanged) -> dict:
+    """The session moved to another directory. When that is another repository (`cwd`: where the session is now),
+    the turn's prompt moves with it (the work it asked for happens there), and the new repository's brief is
+    owed: Claude Code takes no context from this hook, so the next prompt brings it (`moved_in_brief`)."""
+    store = ctx.store
+    store.record(ctx.event_id, None, ctx.at)
+    before = locate(event.old_cwd)[0] if event.old_cwd else None
+    if before is None or before == ctx.project:
+        return {}
+    prompt = store.turn_prompt(event.session_id, event.prompt_id) if event.prompt_id else None
+    if prompt is not None and prompt.project == before and prompt.meta.get("prompt_id") == event.prompt_id:
+        store.move_memories([prompt.id], ctx.project)
+    store.record(f"brief-owed:{event.session_id}:{ctx.project}", None, ctx.at)
+    return {}
+
+
+def moved_in_brief(store: Store, session_id: str, project: str, now: float) -> str:
+    """The brief of a repository the session moved into (on_cwd_changed), once, with the next prompt there."""
+    if not store.has_event(f"brief-owed:{session_id}:{project}") or store.has_event(f"brief-given:{session_id}:{project}"):
+        return ""
+    store.record(f"brief-given:{session_id}:{project}", None, now)
+    items = [i for i in tiers.brief(store, project, now, exclude_session=session_id)
+             if i.id not in store.injected_ids(session_id)]
+    text, ids = inject.render_block(items, "Recent work in this repository, which the session moved into:",
+                                    store.config.inject.hot_budget_chars, store.config.inject.max_item_chars, now)
+    store.note_injection(session_id, project, "SessionStart", now, ids, None,
+                         [(i, "recent work in the repository the session moved into (its brief)") for i in ids])
+    return text
 
 
 def remember_if_standing(store: Store, ctx: Context, prompt: str) -> None:
@@ -159,6 +191,7 @@ HANDLERS = {
     "SessionEnd": on_session_end,
     "SubagentStop": on_subagent_stop,
     "PreCompact": on_pre_compact,
+    "CwdChanged": on_cwd_changed,
 }
 COMPACT_LOOKBACK = 7 * 86400.0  # a session's facts are looked for this far back
 assert set(HANDLERS) == set(HANDLED_EVENTS)

@@ -61,6 +61,14 @@ class Places:
         self.db.run("UPDATE injection_receipts SET project = ? WHERE project = ?", (new, old))
         return len(rows)
 
+    def move_memories(self, ids: list[int], project: str) -> None:
+        """These memories (this role's) belong to `project` from now on (a turn that moved to another repository)."""
+        mine = [r[0] for r in self.db.all(f"SELECT id FROM memories WHERE id IN ({marks(ids)}) AND {self.MINE}", ids)]
+        if mine:
+            with self.db.write():
+                self.db.run(f"UPDATE memories SET project = ? WHERE id IN ({marks(mine)})", (project, *mine))
+                self._moved_to_project(mine, project)
+
     def _moved_to_project(self, ids: list[int], project: str) -> None:
         """Backend hook: derived data keyed by project follows its memories."""
 
