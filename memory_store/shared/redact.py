@@ -17,6 +17,15 @@ PRIVATE_SPAN = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.D
 PRIVATE_PLACEHOLDER = "[private]"
 
 # (kind, pattern, group to replace or 0 for the whole match). Order matters: specific before generic.
+# A flag's or an argument's value: a word (not a $VAR, not another flag) or a quoted string.
+_VALUE = r"([^\s\-'\"$][^\s'\"]*|'[^'\n]+'|\"(?!\$)[^\"\n]+\")"
+# What names a secret in prose.
+_SECRET_WORD = r"(?:password|passphrase|passcode|passwd|pwd|pw|pin|secret|token|api[ _\-]?key|access[ _\-]?key)"
+# A secret stated in prose: quoted, or a word with a digit, a capital inside or a symbol ("the password is stored
+# in vault" stays).
+_STATED_VALUE = (r"((?-i:[\"'`][^\"'`\n]{3,}[\"'`]|(?=\S*(?:\d|[a-z][A-Z]|[^\w\s.,;:!?'\"`()]))"
+                 r"[^\s,;'\"`()]{4,}(?<![.!?])))")
+
 _SECRET_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
     (
         "private-key",
@@ -72,9 +81,45 @@ _SECRET_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
     ("cli-password", re.compile(r"(\b(?:curl|wget|http|https|xh)\b[^\n|;&]*?(?:\s-u\s*|\s--user[=\s]+)['\"]?[^\s:'\"]+:)"
                                 r"((?!\$)[^\s'\"@]+)"), 2),
     # --password VALUE, --token=VALUE, --api-key VALUE … (not --password-file, --password-stdin or $VARS)
-    ("cli-secret-flag", re.compile(r"(?i)(\s--(?:[a-z0-9]+-)*(?:password|passwd|pass|token|api-?key|secret|"
-                                   r"client-secret|auth-token|access-token|access-key|secret-key)(?:=|\s+))"
+    ("cli-secret-flag", re.compile(r"(?i)(\s--(?:[a-z0-9]+-)*(?:password|passwd|pass|passphrase|token|api-?key|secret|"
+                                   r"client-secret|auth-token|access-token|access-key|secret-key|secret-string)(?:=|\s+))"
                                    r"([^\s\-'\"$][^\s'\"]*|'[^'\n]+'|\"[^\"\n]+\")"), 2),
+    # -storepass X, -keypass X, -srcstorepass X (JVM key tools), -passin pass:X, -passout pass:X (openssl), -password X
+    # (not -storepass:env VAR, -passin file:PATH, fd:N, stdin)
+    ("cli-password", re.compile(r"(\s-(?:src|dest|new|old)?(?:store|key)?pass(?:word|phrase|wd|in|out)?(?:\s+|=|:)"
+                                r"(?!file:|env\b|env:|fd:|stdin\b)(?:pass:)?)" + _VALUE), 2),
+    # the short password flag of one tool: redis-cli -a, mongosh -p, ldapsearch -w, sqlcmd -P, 7z -pX, openssl enc -k,
+    # az login -p, doctl -t, gh secret set --body, smbclient -U user%X
+    ("cli-password", re.compile(r"(\b(?:redis-cli\b[^\n|;&]*?\s-a|mongo(?:sh|dump|restore|import|export)?\b[^\n|;&]*?\s-p|"
+                                r"ldap\w*\b[^\n|;&]*?\s-w|(?:sqlcmd|bcp|osql|zip|unzip|zipcloak)\b[^\n|;&]*?\s-P|"
+                                r"openssl\b[^\n|;&]*?\s-k|az\s+login\b[^\n|;&]*?\s(?:-p|--password)|"
+                                r"doctl\b[^\n|;&]*?\s-t|gh\s+secret\s+set\b[^\n|;&]*?\s(?:--body|-b)|"
+                                r"aws\s+(?:ssm\s+put-parameter|secretsmanager\s+\S+)\b[^\n|;&]*?\s--value)(?:\s+|=))"
+                                + _VALUE), 2),
+    ("cli-password", re.compile(r"(\b7z[az]?\b[^\n|;&]*?\s-p)([^\s\-'\"$][^\s'\"]*)"), 2),
+    ("cli-password", re.compile(r"(\bsmbclient\b[^\n|;&]*?\s-U\s*['\"]?[^\s%'\"]+%)([^\s'\"]+)"), 2),
+    # a secret as a positional argument: htpasswd -b FILE USER X, rabbitmqctl add_user USER X, vault login X,
+    # aws configure set aws_secret_access_key X, netlify env:set NAME X, doppler secrets set NAME X
+    ("cli-password", re.compile(r"(\bhtpasswd\s+(?:-\w+\s+)*-\w*b\w*\s+(?:-\w+\s+)*\S+\s+\S+\s+)" + _VALUE), 2),
+    ("cli-password", re.compile(r"(\brabbitmqctl\s+(?:add_user|change_password)\s+\S+\s+)" + _VALUE), 2),
+    ("cli-secret", re.compile(r"(\bvault\s+login\s+)(?!-)([^\s'\"$][^\s'\"]{7,})"), 2),
+    ("cli-secret", re.compile(r"(?i)(\baws\s+configure\s+set\s+\S*(?:secret|token|password)\S*\s+)" + _VALUE), 2),
+    ("cli-secret", re.compile(r"(\b(?:netlify\s+env:set|doppler\s+secrets\s+set|railway\s+variables\s+set|"
+                              r"vercel\s+env\s+add)\s+[A-Za-z_][\w.]*\s+)" + _VALUE), 2),
+    # user/password@ in Oracle's JDBC URLs and sqlplus logins
+    ("url-password", re.compile(r"(jdbc:oracle:\w+:@?[^\s/@:'\"]+/)([^\s@'\"]+)(?=@)"), 2),
+    ("url-password", re.compile(r"(\bsqlplus\s+(?:-\S+\s+)*[^\s/@'\"]+/)([^\s@'\"]+)"), 2),
+    # prose: "changed the db password to X", "use X as the password", "with password X", "creds are deploy / X",
+    # "password X", "the vpn pw's X" (a value with a digit, a capital inside or a symbol, or quoted)
+    ("stated-secret", re.compile(r"(?i)(\b(?:set|changed|reset|updated|rotated)\s+(?:[\w\-]+\s+){0,4}?" + _SECRET_WORD
+                                 + r"\s+to\s+)" + _STATED_VALUE), 2),
+    ("stated-secret", re.compile(_STATED_VALUE + r"(?=\s+as\s+(?:the|my|our|your)\s+(?:[\w\-]+\s+){0,2}?"
+                                 r"(?i:password|passphrase|passcode|pin|token|secret|api key)"
+                                 r"(?=\s*(?:$|[.,;:!?)]|\s(?:for|of|on|to|in|at)\b)))"), 1),
+    ("stated-secret", re.compile(r"(?i)(\b(?:creds|credentials|login)\b(?:\s+(?:for|of|to|on)(?:\s+[\w.\-]+){1,4}?)?"
+                                 r"\s*(?:are|is|:|=)?\s*[\w.@\-]+\s*[/:]\s*)" + _STATED_VALUE), 2),
+    ("stated-secret", re.compile(r"(?i)(\b(?:with\s+(?:the\s+)?)?(?:password|passwd|passphrase|pw|pwd)(?:'s|’s)?\s+)"
+                                 r"(?!is\b|was\b)" + _STATED_VALUE), 2),
     (
         "credential",
         re.compile(
