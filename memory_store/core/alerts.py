@@ -30,10 +30,12 @@ def recovery_line(note: dict) -> str:
             "`recall doctor` explains how to recover what it held.")
 
 
-def session_message(paths: DataPaths, config: Config, store=None, embedder=None) -> str:
-    """The systemMessage for a new session: every config problem, a store that refuses this worker's model, and a
-    recovered database once."""
+def session_message(paths: DataPaths, config: Config, store=None, embedder=None, model_problem: str | None = None) -> str:
+    """The systemMessage for a new session: every config problem, an embedding model that could not be loaded, a
+    store that refuses this worker's model, and a recovered database once."""
     lines = config_lines(config)
+    if model_problem:
+        lines.append(f"recall: {model_problem}")
     mismatch = store.model_mismatch(embedder) if store is not None else None
     if mismatch:
         lines.append(f"recall: {mismatch}")

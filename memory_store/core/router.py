@@ -282,7 +282,8 @@ def session_brief(store: Store, event: SessionStart, project: str, now: float, m
                          [(i, "recent work in this project (the SessionStart brief)") for i in ids])
     output = inject.hook_output("SessionStart", text)
     if event.source != "compact":  # once per session: what recall could not use or had to repair
-        message = alerts.session_message(store.paths, store.config, store, getattr(models, "embedder", None))
+        message = alerts.session_message(store.paths, store.config, store, getattr(models, "embedder", None),
+                                         getattr(models, "embedder_error", None))
         if message:
             output["systemMessage"] = message
     return output
