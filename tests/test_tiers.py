@@ -447,3 +447,45 @@ def test_higher_importance_outranks_an_equal_match(open_with, now):
     for project in ("/p/one-first", "/p/two-first"):
         hits, _ = warm_recall(single, project, "s", DEPLOY_QUESTION, now)
         assert ids(hits) == [ids(ranked(project))[0]]
+
+
+def test_no_hook_adds_more_than_claude_codes_cap_whatever_the_config_says(open_with, tmp_path, now):
+    """Claude Code keeps at most 10,000 characters of a hook's output: with every budget at its maximum, long
+    memories, and a prompt that brings both the moved-into repository's brief and its own block, each hook's
+    context stays under HARD_CAP and its whole output under 10,000; a flood of config problems is cut too."""
+    import json
+
+    store = open_with(gate={"mode": "cues"}, tiers={"warm_top_k": 8},
+                      inject={"budget_chars": 8000, "hot_budget_chars": 8000, "max_item_chars": 6000})
+    here, there = tmp_path / "here", tmp_path / "there"
+    for n in range(12):
+        long_text = " ".join([f"{ROTATION[n % len(ROTATION)]} (step {n}, attempt {k})." for k in range(60)])
+        recent = n % 2 == 1  # the recent exchanges make the brief, the older notes the prompt's block
+        add(store, long_text, project=there, now=now, age=(HOUR if recent else 2 * DAY) + n,
+            kind="exchange" if recent else "note", meta={"prompt": f"how do we rotate keys, part {n}?"} if recent else None)
+    store.embed_pending()
+    session = str(uuid.uuid4())
+    outputs = [event(store, "SessionStart-startup", now, session_id=session, cwd=str(there)),
+               event(store, "SessionStart-startup", now, session_id=session + "x", cwd=str(here))]
+    event(store, "CwdChanged", now + 1, session_id=session + "x", cwd=str(there), old_cwd=str(here),
+          new_cwd=str(there))
+    outputs.append(event(store, "UserPromptSubmit", now + 2, session_id=session + "x", cwd=str(there),
+                         prompt="remember how do I rotate the API keys with the rotate-keys script?"))
+    outputs.append(event(store, "PreCompact", now + 3, session_id=session, cwd=str(there)))
+    moved, prompt = outputs[2], outputs[2]["hookSpecificOutput"]["additionalContext"]
+    assert "moved into" in prompt and "Possibly relevant to this prompt" in prompt  # both blocks, within the cap
+    assert prompt.count("<recall-memory>") == prompt.count("</recall-memory>") == 2
+    for output in outputs:
+        text = output if isinstance(output, str) else output.get("hookSpecificOutput", {}).get("additionalContext", "")
+        assert len(text) <= HARD_CAP
+        assert len(output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)) < 10_000
+    assert len(json.dumps(moved)) > 8000  # the cap was reached, not avoided
+
+    from memory_store.core import inject
+
+    message = "\n".join(f"recall: config setting not used — tiers.x{n} is {'y' * 200!r}" for n in range(30))
+    flooded = inject.hook_output("SessionStart", prompt, message)
+    assert len(json.dumps(flooded, ensure_ascii=False)) < 10_000
+    assert flooded["systemMessage"].endswith("(`recall doctor` shows it all)")
+    assert inject.within_cap(prompt + "\n" + prompt).count("</recall-memory>") >= 1
+    assert len(inject.within_cap(prompt + "\n" + prompt)) <= HARD_CAP

@@ -68,7 +68,8 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
     decision = tiers.warm_recall(store, ctx.models, ctx.project, event.session_id, said.words, ctx.at)
     with stage("render"):
         items = tiers.warm_items(store, decision)
-        text, ids = inject.render_block(items, "Possibly relevant to this prompt:", store.config.inject.budget_chars,
+        budget = min(store.config.inject.budget_chars, inject.HARD_CAP - len(brief) - 1)  # both within the cap
+        text, ids = inject.render_block(items, "Possibly relevant to this prompt:", budget,
                                         store.config.inject.max_item_chars, ctx.at)
         text = "\n".join(part for part in (brief, text) if part)
     with stage("bookkeeping"):
@@ -160,7 +161,7 @@ def on_pre_compact(ctx: Context, event: PreCompact) -> dict | str:
         return {}
     store = ctx.store
     return compaction.key_facts(store, event.session_id, ctx.project, ctx.at - COMPACT_LOOKBACK,
-                                store.config.inject.compact_budget_chars)
+                                min(store.config.inject.compact_budget_chars, inject.HARD_CAP))
 
 
 def on_stop(ctx: Context, event: Stop) -> dict:
@@ -280,10 +281,8 @@ def session_brief(store: Store, event: SessionStart, project: str, now: float, m
                                     store.config.inject.max_item_chars, now)
     store.note_injection(event.session_id, project, "SessionStart", now, ids, None,
                          [(i, "recent work in this project (the SessionStart brief)") for i in ids])
-    output = inject.hook_output("SessionStart", text)
+    message = ""
     if event.source != "compact":  # once per session: what recall could not use or had to repair
         message = alerts.session_message(store.paths, store.config, store, getattr(models, "embedder", None),
                                          getattr(models, "embedder_error", None))
-        if message:
-            output["systemMessage"] = message
-    return output
+    return inject.hook_output("SessionStart", text, message)

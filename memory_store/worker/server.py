@@ -31,7 +31,7 @@ import traceback
 
 from ..version import __version__
 from ..api import Recall
-from ..core import jobs, stages
+from ..core import inject, jobs, stages
 from ..core.config import config_problems, load_config
 from ..core.embed import EmbeddingUnavailable, load_embedder
 from ..core.router import BadEvent
@@ -207,8 +207,8 @@ class Worker:
         self.log.warning("storage_unavailable", hook=str(envelope["payload"].get("hook_event_name")), error=str(exc))
         payload = envelope["payload"]
         if payload.get("hook_event_name") == "SessionStart" and payload.get("source") != "compact":
-            return {"systemMessage": f"recall: {exc}. This session's events are kept on this machine and stored "
-                                     "when the database is back; nothing is recalled until then."}
+            return inject.hook_output("SessionStart", "", f"recall: {exc}. This session's events are kept on this machine "
+                               "and stored when the database is back; nothing is recalled until then.")
         return {}
 
     def search(self, message: dict) -> dict:
