@@ -19,7 +19,7 @@ import threading
 import time
 from datetime import datetime, timezone
 
-from .core import doctor, forgetting, gate, jobs, router
+from .core import code_paths, doctor, forgetting, gate, jobs, router
 from .core.config import Config, load_config
 from .core.embed import Models
 from .core.records import Hit, Memory
@@ -84,13 +84,17 @@ class Recall:
                **options) -> list[Hit]:
         """Best memories for `query` (see core.search.search for the options). `shown`: as the search surfaces
         show them: "relevant", only those with evidence of being about it (core.search.relevant; maybe none),
-        as they stand now (an old value a newer hit changed left out); "all", every hit. Either way a hit whose
-        value a newer memory changed says so first (core.search.current_only)."""
+        as they stand now (an old value a newer hit changed left out, and one whose file a newer memory names
+        elsewhere); "all", every hit. Either way a hit whose value a newer memory changed says so first
+        (core.search.current_only), and a file it names that is gone says so (core.code_paths)."""
         if shown == "relevant":  # ranked deeper than asked: what the floor or a newer value leaves out makes room
             hits = run_search(self.store, self.models, query, max(limit * 2, RELEVANT_DEPTH), project, **options)
-            return current_only(self.store, relevant(hits, query, self.config.search, self.models.embedder))[:limit]
+            hits = current_only(self.store, relevant(hits, query, self.config.search, self.models.embedder))
+            return code_paths.checked_hits(self.store, hits)[:limit]
         hits = run_search(self.store, self.models, query, limit, project, **options)
-        return current_only(self.store, hits, drop=False) if shown == "all" else hits
+        if shown == "all":
+            return code_paths.checked_hits(self.store, current_only(self.store, hits, drop=False), drop=False)
+        return hits
 
     def explain(self, prompt: str, project: str, now: float | None = None):
         """What UserPromptSubmit would inject for `prompt` in `project`, and why: a dry run (nothing is
@@ -98,7 +102,7 @@ class Recall:
         from .core import inject, tiers
 
         decision = gate.judge(self.store, self.models, prompt, project, None, now)
-        items = tiers.warm_items(self.store, decision)
+        items = tiers.warm_items(self.store, decision, project)
         block, _ids = inject.render_block(items, "Possibly relevant to this prompt:", self.config.inject.budget_chars,
                                           self.config.inject.max_item_chars, now)
         return decision, block

@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from .code_paths import marked
+
 MemoryKind = Literal["prompt", "exchange", "response", "tool", "error", "note"]
 Visibility = Literal["private", "team"]
 
@@ -70,7 +72,10 @@ class Hit(BaseModel):
     owner: str = ""
     visibility: Visibility = "private"
     outdated: str | None = None  # what a newer memory says instead, when it gives another value (versions.py)
+    missing_files: list[str] = Field(default_factory=list)  # paths it names that are gone (code_paths.py)
 
     def marked_text(self) -> str:
-        """The text as every search surface shows it: an outdated value says so first."""
-        return f"{self.outdated} {self.text}" if self.outdated else self.text
+        """The text as every search surface shows it: an outdated value says so first, a file that is gone says
+        so after its path."""
+        text = marked(self.text, self.missing_files) if self.missing_files else self.text
+        return f"{self.outdated} {text}" if self.outdated else text

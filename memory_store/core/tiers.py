@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from . import gate, inject, ranking, sentences, turns, versions
+from . import code_paths, gate, inject, ranking, sentences, turns, versions
 from .capture import PROMPT_PREVIEW_CHARS, finish
 from .records import Memory
 from .storage import Store
@@ -70,7 +70,7 @@ def _brief(store: Store, project: str, now: float, exclude_session: str | None) 
                                      f"(open, no answer yet) {memory.text}"))
         else:
             items.append(inject.episode_item(turns.episode(store, memory), set(), limit, newer.get(memory.id, [])))
-    return items
+    return code_paths.checked_items(store, project, items)
 
 
 def _answered(prompt: Memory, answered: set) -> bool:
@@ -131,8 +131,9 @@ def _item(store: Store, decision: gate.Decision, candidate: gate.Candidate) -> i
                                decision.intent.wants)
 
 
-def warm_items(store: Store, decision: gate.Decision) -> list[inject.Item]:
-    """The taken candidates as injectable lines: each episode's answer to the prompt."""
-    return [_item(store, decision, c) for c in decision.taken]
+def warm_items(store: Store, decision: gate.Decision, project: str) -> list[inject.Item]:
+    """The taken candidates as injectable lines: each episode's answer to the prompt, as it stands against the
+    project's code (code_paths.py)."""
+    return code_paths.checked_items(store, project, [_item(store, decision, c) for c in decision.taken])
 
 

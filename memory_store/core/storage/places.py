@@ -72,6 +72,11 @@ class Places:
     def _moved_to_project(self, ids: list[int], project: str) -> None:
         """Backend hook: derived data keyed by project follows its memories."""
 
+    def local_paths(self, project: str) -> list[str]:
+        """Where `project` was seen on this machine, most recent first."""
+        return [r[0] for r in self.db.all("SELECT path FROM project_paths WHERE project = ? AND host = ? "
+                                          "ORDER BY last_seen DESC", (project, HOST))]
+
     def project_paths(self) -> dict[str, list[dict]]:
         """project -> where it was seen: [{"host", "path", "last_seen"}], most recent first."""
         found: dict[str, list[dict]] = {}

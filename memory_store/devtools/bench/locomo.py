@@ -151,7 +151,7 @@ def injection_check(recall, project: str, question: str, evidence: list[str], tu
 
     store = recall.store
     decision = tiers.warm_recall(store, recall.models, project, session_id, question, now)
-    text, ids = inject.render_block(tiers.warm_items(store, decision), "Possibly relevant to this prompt:",
+    text, ids = inject.render_block(tiers.warm_items(store, decision, project), "Possibly relevant to this prompt:",
                                     store.config.inject.budget_chars, store.config.inject.max_item_chars, now)
     useful = bool(ids) and any(matches(text, turns[d]) for d in evidence)
     useful_words = bool(ids) and any(_words_held(text, turns[d]) for d in evidence)

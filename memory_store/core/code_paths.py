@@ -1,0 +1,142 @@
+"""Memories checked against the code: a memory whose text names a file of its project that is no longer there
+says so where it is shown, "(file since moved or removed)" right after the path, or is left out when a newer
+memory names the file's new place (the same file name, found where that memory says).
+
+Checked at show time, cheaply: a few `stat` calls per shown item, and one word search per missing file, only
+when the project has a folder on this machine (storage/places.py: where each project was seen). A path counts
+only when its first folder exists in the project (so it is written from the project's root); a path relative to
+some other folder, a URL or a path outside the project is never judged.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+MARK = "(file since moved or removed)"
+MAX_PATHS = 6  # per item: a memory that names more is a listing, judged by its first few
+NEWER_LOOKED_AT = 20  # later memories read for a missing file's new place
+
+# A path with at least one folder and a file name with an extension: src/app/db.py, ./bin/run.sh,
+# /home/me/shop/lib/x.ts. Not one inside a URL or a longer word (the look-behind), not "and/or".
+PATH = re.compile(r"(?<![\w.~/:@-])(/?(?:\.{1,2}/)?(?:\.?[\w@+-][\w.@+-]*/)+[\w@+-][\w.@+-]*\.[A-Za-z][A-Za-z0-9]{0,9})"
+                  r"(?![\w/-])")
+DOMAIN = re.compile(r"^[\w-]+(\.[\w-]+)*\.[a-z]{2,}$")  # github.com/..., docs.python.org/...
+
+
+def named_paths(text: str) -> list[str]:
+    """The file paths `text` names, in order, at most MAX_PATHS (a URL's path or a domain is not one)."""
+    found = []
+    for match in PATH.finditer(text):
+        path = match.group(1).rstrip(".")
+        first = path.lstrip("./").split("/", 1)[0]
+        if DOMAIN.match(first) or path in found:
+            continue
+        found.append(path)
+        if len(found) == MAX_PATHS:
+            break
+    return found
+
+
+@dataclass
+class CodeCheck:
+    """The check for one project: `roots` are its folders on this machine (most recent first)."""
+
+    store: object
+    project: str
+    roots: list[str]
+    _exists: dict = field(default_factory=dict)
+
+    @cached_property
+    def root(self) -> str | None:
+        return next((r for r in self.roots if os.path.isdir(r)), None)
+
+    def missing(self, text: str) -> list[str]:
+        """The paths `text` names that this project's folder should hold and does not."""
+        if self.root is None:
+            return []
+        return [path for path in named_paths(text) if self._judged_missing(path)]
+
+    def _judged_missing(self, path: str) -> bool:
+        if path not in self._exists:
+            self._exists[path] = self._missing(path)
+        return self._exists[path]
+
+    def _missing(self, path: str) -> bool:
+        root = self.root
+        if os.path.isabs(path):
+            inside = os.path.normpath(path)
+            if not inside.startswith(root.rstrip(os.sep) + os.sep):
+                return False  # outside the project: not ours to judge
+            relative = os.path.relpath(inside, root)
+        else:
+            relative = os.path.normpath(path)
+        if relative.startswith(".."):
+            return False
+        first = relative.split(os.sep, 1)[0]
+        if not os.path.isdir(os.path.join(root, first)):
+            return False  # written from another folder than the root (or the folder went too): cannot tell
+        return not os.path.exists(os.path.join(root, relative))
+
+    def new_place(self, path: str, since: float) -> str | None:
+        """A path a later memory of the project names for the same file name, which exists now."""
+        name = os.path.basename(path)
+        stem = os.path.splitext(name)[0]
+        words = [w for w in re.findall(r"[A-Za-z0-9]+", stem) if len(w) > 1]
+        if not words or self.root is None:
+            return None
+        later = self.store.lexical_candidates(words, words[:1], NEWER_LOOKED_AT, self.project, since, None)
+        for memory in self.store.select_memories(ids=list(later)) if later else []:
+            for other in named_paths(memory.text):
+                if other != path and os.path.basename(other) == name and not self._judged_missing(other) \
+                        and os.path.exists(self._absolute(other)):
+                    return other
+        return None
+
+    def _absolute(self, path: str) -> str:
+        return path if os.path.isabs(path) else os.path.join(self.root, path)
+
+
+def check_for(store, project: str, cache: dict | None = None) -> CodeCheck:
+    cache = {} if cache is None else cache
+    if project not in cache:
+        cache[project] = CodeCheck(store, project, store.local_paths(project))
+    return cache[project]
+
+
+def marked(text: str, missing: list[str]) -> str:
+    """`text` with the mark right after each missing path's first mention."""
+    for path in missing:
+        at = text.find(path)
+        if at >= 0 and not text.startswith(MARK, at + len(path) + 1):
+            end = at + len(path)
+            text = f"{text[:end]} {MARK}{text[end:]}"
+    return text
+
+
+def checked_items(store, project: str, items: list) -> list:
+    """inject.Items as they stand against the code: marked, or left out when a newer memory names the new place."""
+    check = check_for(store, project)
+    kept = []
+    for item in items:
+        missing = check.missing(item.text)
+        if missing and any(check.new_place(path, item.created_at) for path in missing):
+            continue
+        kept.append(replace(item, text=marked(item.text, missing)) if missing else item)
+    return kept
+
+
+def checked_hits(store, hits: list, drop: bool = True) -> list:
+    """Search hits as they stand against the code: each names its missing files (`Hit.missing_files`, marked
+    where shown); one whose file a newer memory names elsewhere is left out (`drop`)."""
+    checks: dict = {}
+    kept = []
+    for hit in hits:
+        check = check_for(store, hit.project, checks)
+        missing = check.missing(hit.text)
+        if missing and drop and any(check.new_place(path, hit.created_at.timestamp()) for path in missing):
+            continue
+        kept.append(hit.model_copy(update={"missing_files": missing}) if missing else hit)
+    return kept
