@@ -213,7 +213,8 @@ class RerankConfig(_Section):
 
 
 class WorkerConfig(_Section):
-    idle_timeout_minutes: float = Field(30, gt=0, description="The worker exits after this long without requests.")
+    idle_timeout_minutes: float = Field(30, gt=0, description="The worker exits this long after the last request and the last Claude Code session it "
+                                  "served ended (never while one is open).")
     embed_batch: int = Field(
         256, ge=1, description="Memories taken from the embedding queue per round (sorted by length, less padding)."
     )

@@ -39,9 +39,12 @@ def fast_log(home: str, event: str, route: str, ms: float) -> None:
 
 
 def hook_header(event: str, event_id: str, received_at: float, size: int) -> bytes:
+    # CLAUDE_PID (the Claude Code process of this session): the worker stays while that process lives.
+    claude_pid = os.environ.get("CLAUDE_PID", "")
+    session = f',"claude_pid":{int(claude_pid)}' if claude_pid.isdigit() and len(claude_pid) < 10 else ""
     return (f'{{"v":{protocol.PROTOCOL_VERSION},"op":"hook","event":"{safe_name(event)}",'
             f'"event_id":"{event_id}","received_at":{received_at:.6f},"client_version":"{__version__}",'
-            f'"db":"{database_env_fingerprint()}","body":{size}}}').encode("ascii")
+            f'"db":"{database_env_fingerprint()}"{session},"body":{size}}}').encode("ascii")
 
 
 def run(event: str, raw: bytes, home: str) -> tuple[bytes, str]:

@@ -9,8 +9,9 @@ so they talk to this process instead. It:
   health, stats and shutdown requests (protocol.py has the framing);
 - ingests the spool before it answers, so events stay in order;
 - loads the embedding model in the background and embeds queued memories in batches;
-- exits after `idle_timeout_minutes` without requests, when its data dir disappears or
-  another worker took its socket, and on SIGTERM.
+- exits `idle_timeout_minutes` after the last request and the last Claude Code session it served
+  (worker/sessions.py: never under an open session), when its data dir disappears or another worker took
+  its socket, and on SIGTERM.
 
 Run it with `python -m memory_store.worker --home DIR` (hooks do this, detached). Each request
 is answered through the same Python API the CLI uses (`memory_store.api.Recall`).
@@ -43,6 +44,7 @@ from ..shared.files import acquire_lock, atomic_write, ensure_private_dir
 from ..shared.logs import JsonLog
 from ..shared.paths import DataPaths, database_env_fingerprint, private_dir_is_ours
 from ..shared.payload import BadPayload, parse_payload
+from .sessions import OpenSessions
 
 WATCH_INTERVAL = 2.0  # seconds between idle/ownership checks (less for a shorter idle timeout)
 EMBED_AFTER_QUIET_SECONDS = 0.3  # background embedding waits for this long without requests…
@@ -94,6 +96,7 @@ class Worker:
         self.recall = Recall(paths, self.config, load_models=False)
         self.started = time.time()
         self.last_request = time.monotonic()
+        self.sessions = OpenSessions()  # the Claude Code processes served: no idle exit while one runs
         self.stop_event = threading.Event()
         self.work_event = threading.Event()  # something new to embed
         self.token = secrets.token_hex(16)
@@ -115,6 +118,7 @@ class Worker:
         self.last_request = time.monotonic()
         op = message.get("op")
         if op == "hook":
+            self.sessions.heard_from(message.get("claude_pid"))
             return self.hook(message, body)
         if op == "health":
             return protocol.encode({"ok": True, **self.health()})
@@ -349,8 +353,10 @@ class Worker:
                 busy = self.recall.store.pending_embeddings() > 0 and self.model_state == "ready"
             except StorageUnavailable:
                 busy = False  # nothing to embed while the database is away
-            if not busy and time.monotonic() - self.last_request > idle_limit:
-                self.log.info("idle_exit", idle_seconds=round(time.monotonic() - self.last_request))
+            self.sessions.any_open()
+            idle = time.monotonic() - max(self.last_request, self.sessions.last_open)
+            if not busy and idle > idle_limit:
+                self.log.info("idle_exit", idle_seconds=round(idle))
                 break
         self.stop()
 
