@@ -88,3 +88,56 @@ def test_every_command_has_help():
     for command in ("search", "show", "timeline", "import", "stats", "doctor", "demo", "forget", "reindex"):
         out = invoke(command, "--help")
         assert "--help" in out and len(out) > 100
+
+
+def test_search_is_answered_by_the_worker_before_the_cli_is_imported(hooks, home, project):
+    """`recall search` and the /recall:log-search form (bin/recall search --index): with a worker up, the answer
+    comes from it before typer, pydantic or the core are imported, and reads exactly as the full CLI's;
+    without a worker the full CLI answers."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    from conftest import ROOT, load_payload, play_deploy_session, wait_until_embedded
+
+    def send(name, **changes):
+        hooks.run(load_payload(name)["hook_event_name"],
+                  load_payload(name, session_id="s-quick", cwd=str(project), **changes))
+
+    play_deploy_session(send, "Note for later: staging deploys go through scripts/ship.sh with the canary flag.")
+    wait_until_embedded(home)
+    env = dict(os.environ, RECALL_HOME=str(home), PYTHONPATH=str(ROOT))
+
+    def same_reading(a: str, b: str) -> bool:
+        """Equal but for the scores, which each search moves a little (a hit found is a hit used: RFM)."""
+        if a.lstrip().startswith("["):
+            return [h["id"] for h in json.loads(a)] == [h["id"] for h in json.loads(b)]
+        return re.sub(r"score \d+\.\d+", "score _", a) == re.sub(r"score \d+\.\d+", "score _", b)
+
+    def recall(module, *args, importtime=False):
+        command = [sys.executable, *(["-X", "importtime"] if importtime else []), "-m", module, "search", *args]
+        return subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=60)
+
+    for args in (["how do we deploy to staging?"], ["how do we deploy to staging?", "--index"],
+                 ["how do we deploy to staging?", "--json", "-n", "3"], ["zzqxj"], ["zzqxj", "--all"],
+                 ["deploy", "--all-projects", "--index"]):
+        quick, full = recall("memory_store.shells.entry", *args), recall("memory_store.shells.cli", *args)
+        assert quick.returncode == full.returncode == 0, quick.stderr + full.stderr
+        assert same_reading(quick.stdout, full.stdout), args
+    assert "ship.sh" in recall("memory_store.shells.entry", "how do we deploy to staging?").stdout
+    assert "Nothing relevant found" in recall("memory_store.shells.entry", "zzqxj").stdout
+
+    traced = recall("memory_store.shells.entry", "how do we deploy to staging?", importtime=True)
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in traced.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert not imported & {"typer", "click", "pydantic", "apsw", "numpy", "fastembed"}, imported
+    launcher = subprocess.run([str(ROOT / "bin" / "recall"), "search", "how do we deploy to staging?", "--index"],
+                              cwd=project, env=env, capture_output=True, text=True, timeout=60)
+    assert launcher.returncode == 0 and "ship.sh" in launcher.stdout, launcher.stderr
+
+    from conftest import stop_worker
+
+    stop_worker(home)  # no worker: the full CLI answers in process
+    alone = recall("memory_store.shells.entry", "how do we deploy to staging?")
+    assert alone.returncode == 0 and "ship.sh" in alone.stdout, alone.stderr

@@ -7,7 +7,8 @@ import shutil
 import time
 import uuid
 
-from memory_store.core.code_paths import MARK, named_paths
+from memory_store.core.code_paths import named_paths
+from memory_store.shared.text import MISSING_FILE_MARK as MARK
 
 HOLDS = "The hold expiry is computed in src/seats/holds.py, in expire_holds(), every 30 seconds."
 REPORT = "The nightly report is built by src/reports/nightly.py from the orders table at 02:00 UTC."

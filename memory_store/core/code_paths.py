@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
-MARK = "(file since moved or removed)"
+from ..shared.text import mark_missing_files as marked
+
 MAX_PATHS = 6  # per item: a memory that names more is a listing, judged by its first few
 NEWER_LOOKED_AT = 20  # later memories read for a missing file's new place
 
@@ -104,16 +105,6 @@ def check_for(store, project: str, cache: dict | None = None) -> CodeCheck:
     if project not in cache:
         cache[project] = CodeCheck(store, project, store.local_paths(project))
     return cache[project]
-
-
-def marked(text: str, missing: list[str]) -> str:
-    """`text` with the mark right after each missing path's first mention."""
-    for path in missing:
-        at = text.find(path)
-        if at >= 0 and not text.startswith(MARK, at + len(path) + 1):
-            end = at + len(path)
-            text = f"{text[:end]} {MARK}{text[end:]}"
-    return text
 
 
 def checked_items(store, project: str, items: list) -> list:

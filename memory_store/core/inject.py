@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..shared.projects import GLOBAL_PROJECT
-from ..shared.text import cap_readable
+from ..shared.text import age, cap_readable
 from . import sentences, versions
 from .capture import INJECTION_TAG
 from .records import Hit, Memory
@@ -37,16 +37,6 @@ class Item:
     kind: str
     created_at: float
     text: str
-
-
-def age(seconds: float) -> str:
-    seconds = max(0, seconds)
-    if seconds < 90:
-        return "just now"
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{int(seconds // size)}{unit} ago"
-    return "just now"
 
 
 def shown_text(item: Memory | Hit) -> str:

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from .code_paths import marked
+from ..shared.text import mark_missing_files
 
 MemoryKind = Literal["prompt", "exchange", "response", "tool", "error", "note"]
 Visibility = Literal["private", "team"]
@@ -77,5 +77,5 @@ class Hit(BaseModel):
     def marked_text(self) -> str:
         """The text as every search surface shows it: an outdated value says so first, a file that is gone says
         so after its path."""
-        text = marked(self.text, self.missing_files) if self.missing_files else self.text
+        text = mark_missing_files(self.text, self.missing_files) if self.missing_files else self.text
         return f"{self.outdated} {text}" if self.outdated else text

@@ -4,7 +4,8 @@ Claude Code puts the plugin's bin/ on PATH for the Bash tool and `!` commands, b
 environment variables. This script finds the Python that can run the CLI ($RECALL_PYTHON, the
 one the bootstrap chose, the data dir's venv, or the first interpreter on PATH with recall's
 dependencies) and replaces itself with `python -m memory_store.shells.cli`, running this
-plugin's code.
+plugin's code. A search the running worker can answer is answered first, in this process
+(hook/quick_search.py, standard library only).
 """
 
 from __future__ import annotations
@@ -46,6 +47,13 @@ def main(argv: list[str]) -> int:
     plugin_data = option_value(argv, "--plugin-data")
     if plugin_data and not os.environ.get("CLAUDE_PLUGIN_DATA"):
         os.environ["CLAUDE_PLUGIN_DATA"] = plugin_data
+    # A search the running worker answers needs no Python with recall's dependencies: /recall:log-search
+    # is answered here, before the ~60 ms probe for one and the full CLI's imports.
+    from memory_store.hook.quick_search import answer
+
+    status = answer(argv)
+    if status is not None:
+        return status
     paths = DataPaths(option_value(argv, "--home"))
     env = child_env(None, ROOT)
     for python in candidates(paths):

@@ -52,3 +52,31 @@ def cap_middle(text: str, limit: int) -> str:
 def one_line(text: str, limit: int) -> str:
     """Whitespace runs (newlines included) collapsed to one space, then cut where a reader expects it."""
     return cap_readable(" ".join(text.split()), limit)
+
+
+def age(seconds: float) -> str:
+    """How long ago, as a person says it: "just now", "5m ago", "3h ago", "12d ago"."""
+    seconds = max(0, seconds)
+    if seconds < 90:
+        return "just now"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit} ago"
+    return "just now"
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    return f"{count} {word if count == 1 else (many or word + 's')}"
+
+
+MISSING_FILE_MARK = "(file since moved or removed)"
+
+
+def mark_missing_files(text: str, missing: list[str]) -> str:
+    """`text` with MISSING_FILE_MARK right after each missing path's first mention (core/code_paths.py)."""
+    for path in missing:
+        at = text.find(path)
+        end = at + len(path)
+        if at >= 0 and not text.startswith(MISSING_FILE_MARK, end + 1):
+            text = f"{text[:end]} {MISSING_FILE_MARK}{text[end:]}"
+    return text

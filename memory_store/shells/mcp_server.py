@@ -18,7 +18,8 @@ import time
 
 from ..version import __version__
 from ..core.capture import INJECTION_TAG
-from ..core.inject import age, kind_label
+from ..core.inject import kind_label
+from ..shared.text import age
 from ..shared.projects import project_for
 from ..shared.text import cap, one_line
 

@@ -23,7 +23,8 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urlparse
 
-from ..core.inject import age, kind_label
+from ..core.inject import kind_label
+from ..shared.text import age
 from ..core.records import Hit
 from ..shared import worker_client
 from ..shared.projects import GLOBAL_PROJECT

@@ -18,7 +18,9 @@ import typer
 
 from ...core.storage import StorageUnavailable
 from ...shared.paths import DataPaths
-from ...shared.projects import locate, project_for, repository_identity
+from ...shared.projects import locate, repository_identity
+from ...shared.text import plural  # noqa: F401 - the commands import it from here
+from ...hook.quick_search import scope_of
 
 # Plain (click) help: the rich formatter of this typer labels every flag `<bool>` as if it took a value.
 app = typer.Typer(help="recall: local memory for Claude Code.", no_args_is_help=True, add_completion=False,
@@ -78,11 +80,7 @@ def emit_json(data) -> None:
 def resolve_project(project: Optional[str], all_projects: bool) -> Optional[str]:
     """The project a command is about: --project (a path, or a project's name as `recall projects` shows
     it), else the current directory's; None for every project."""
-    if all_projects:
-        return None
-    if project and not os.path.exists(os.path.expanduser(project)) and not os.path.isabs(project):
-        return project  # a name (github.com/acme/shop), not a path
-    return project_for(project or os.getcwd())
+    return scope_of(project, all_projects)
 
 
 def print_memory(memory) -> None:
@@ -119,10 +117,6 @@ def parse_ids(values: list[str]) -> list[int]:
         except ValueError:
             raise typer.BadParameter(f"{value!r} is not a memory id (a number such as 12 or #12)") from None
     return ids
-
-
-def plural(count: int, word: str, many: str | None = None) -> str:
-    return f"{count} {word if count == 1 else (many or word + 's')}"
 
 
 def memories_by_project(memories) -> str:

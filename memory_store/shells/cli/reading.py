@@ -11,9 +11,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ...core.inject import age
-from ...shared.projects import locate, repository_identity
-from ...shared.text import one_line
+from ...shared.text import age, one_line
+from ...hook.quick_search import hit_lines, place_of
 from .app import (HomeOption, JsonOption, PluginDataOption, ProjectOption, app, emit_json, open_home, parse_ids,
                   plural, print_memory, resolve_project)
 
@@ -39,30 +38,12 @@ def search(
     scope = resolve_project(project, all_projects)
     if plugin_data and not os.environ.get("CLAUDE_PLUGIN_DATA"):
         os.environ["CLAUDE_PLUGIN_DATA"] = plugin_data
-    place = locate(project or os.getcwd())[1] if scope is not None and scope != project else None
-    hits = search_anywhere(home, query, limit, scope, place, shown="all" if everything else "relevant")
+    hits = [h.model_dump(mode="json") for h in search_anywhere(home, query, limit, scope, place_of(project, scope),
+                                                                shown="all" if everything else "relevant")]
     if json_output:
-        emit_json([h.model_dump(mode="json") for h in hits])
+        emit_json(hits)
         return
-    if not hits:
-        typer.echo(f"Nothing relevant found for {query!r}" + (f" in {scope}." if scope else ".")
-                   + ("" if everything else " (--all shows the closest matches anyway)"))
-        if scope is not None and project is None and not repository_identity(locate(os.getcwd())[1]):
-            typer.echo("(Not inside a git repository: --all-projects searches every project, --project P one.)")
-        return
-    now = time.time()
-    if index:
-        typer.echo(f"recall: {plural(len(hits), 'memory', 'memories')} for {query!r}" + (f" in {scope}" if scope else ""))
-    for hit in hits:
-        created = hit.created_at.timestamp()
-        where = f"  [{hit.project}]" if scope is None else ""  # --all-projects: say whose it is
-        if index:
-            typer.echo(f"#{hit.id:<6} {age(now - created):>9}  {hit.kind:<8} {one_line(hit.marked_text(), 100)}{where}")
-        else:
-            typer.echo(f"#{hit.id}  {hit.kind}  {age(now - created)}  score {hit.score:.3f}{where}")
-            typer.echo(f"    {one_line(hit.marked_text(), 300)}")
-    if index:
-        typer.echo("Expand one: `recall show ID` · what happened around it: `recall timeline ID`")
+    typer.echo("\n".join(hit_lines(hits, query, scope, project, index, everything)))
 
 
 @app.command()

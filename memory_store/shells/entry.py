@@ -1,0 +1,21 @@
+"""The `recall` command. A search the running worker can answer is answered before the full CLI is imported
+(hook/quick_search.py: ~10x faster); everything else, and a search without a worker, goes to the CLI (shells/cli)."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    from ..hook.quick_search import answer
+
+    status = answer(sys.argv[1:])
+    if status is not None:
+        sys.exit(status)
+    from .cli import main as cli_main
+
+    cli_main()
+
+
+if __name__ == "__main__":
+    main()
