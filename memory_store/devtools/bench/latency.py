@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 from ...core.stats import summarize
+from . import turn
 from .seed import SUBJECTS, synthetic_text
 
 def payloads(project: str, session: str) -> dict[str, dict]:
@@ -252,14 +253,39 @@ def measure_size(root: Path, size: int, runs: int, echo, database_url: str | Non
             stages = worker_stages(home)
             rss = worker_rss_mb(home)
             warm = measure_warm_query(home, project)
+            search = turn.measure_search_commands(root, home, project, runs=max(3, runs // 3))
+            after_idle = turn.measure_prompt_after_idle(root, home, project,
+                                                        payloads(project, "after-idle")["UserPromptSubmit"],
+                                                        runs=max(1, runs // 12))
         echo(f"  UserPromptSubmit p50 {hooks['UserPromptSubmit']['p50']} ms "
              f"({hooks['UserPromptSubmit']['p50_vs_bare']}x bare), warm query p50 {warm['p50']} ms")
-        return {"hooks_ms": hooks, "worker_stages_ms": stages, "worker_rss_mb": rss, "warm_query_ms": warm}
+        return {"hooks_ms": hooks, "worker_stages_ms": stages, "worker_rss_mb": rss, "warm_query_ms": warm,
+                "turn": turn.blocking_per_turn(root, hooks), "search_commands_ms": search,
+                "prompt_after_idle_ms": after_idle}
     finally:
         stop_worker(DataPaths(home))
         if database is not None:
             database.drop()
         shutil.rmtree(base, ignore_errors=True)
+
+
+def turn_lines(data: dict) -> list[str]:
+    """The turn-level figures of one store size (bench/turn.py)."""
+    lines = []
+    if "turn" in data:
+        t = data["turn"]
+        lines.append(f"  blocking hook time per turn with {t['tool_calls']} tool calls (simulated from the p50s; "
+                     f"async: {', '.join(t['async']) or 'none'}): {t['blocking_ms']} ms = {t['vs_prompt_hook']}x "
+                     "the UserPromptSubmit hook alone")
+    for name, row in data.get("search_commands_ms", {}).items():
+        if name != "bare python":
+            lines.append(f"  {name}: p50 {row['p50']} ms ({row['p50_vs_bare']}x bare), p95 {row['p95']} ms"
+                         + ("" if row["answered"] else ", NOT ANSWERED"))
+    if "prompt_after_idle_ms" in data:
+        idle, warm = data["prompt_after_idle_ms"], data["hooks_ms"]["UserPromptSubmit"]["p50"]
+        lines.append(f"  first prompt after twice the idle timeout, session open: p50 {idle['p50']} ms "
+                     f"({idle['p50'] / warm:.2f}x a warm prompt)")
+    return lines
 
 
 def format_latency(report: dict) -> str:
@@ -281,6 +307,7 @@ def format_latency(report: dict) -> str:
                      f"p99 {warm['p99']} ms")
         if data.get("worker_rss_mb") is not None:
             lines.append(f"  worker RSS after the runs: {data['worker_rss_mb']} MB")
+        lines += turn_lines(data)
     for size, data in report.get("postgres", {}).items():
         local = report["sizes"][size]
         ratio = data["hooks_ms"]["UserPromptSubmit"]["p50"] / local["hooks_ms"]["UserPromptSubmit"]["p50"]
