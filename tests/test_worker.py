@@ -130,7 +130,7 @@ def test_hooks_fall_back_to_the_spool_when_no_worker_can_start(hooks, home, proj
     started = time.monotonic()
     result = hooks.run("PostToolUse", load_payload("PostToolUse-Bash", cwd=str(project)))
     assert result.returncode == 0 and result.stdout == ""
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 20  # guards a hang (a loaded machine is slow); the figure is a benchmark's
     spooled = list(DataPaths(home).spool.glob("*.json"))
     assert len(spooled) == 1
     # With a working Python again, the next hook's worker ingests the spool exactly once.
@@ -154,9 +154,11 @@ def test_slow_worker_does_not_hold_up_the_prompt(hooks, home, project):
     finally:
         os.kill(pid, signal.SIGCONT)
     assert result.returncode == 0 and result.stdout == ""
-    assert elapsed < 5
-    assert list(DataPaths(home).spool.glob("*.json"))
-    assert stored(home).search("retry policy", project=str(project))
+    assert elapsed < 20  # guards a hang: the deadline (3 s) is what keeps it short, checked by the bench
+    # Spooled, and stored once whoever gets there first (the woken worker may ingest the spool at once).
+    recall = stored(home)
+    assert len([m for m in recall.select(match="what is the retry policy?") if m.kind == "prompt"]) == 1
+    assert recall.search("retry policy", project=str(project))
 
 
 def test_protocol_version_is_checked(hooks, home, project):

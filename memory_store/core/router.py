@@ -22,6 +22,7 @@ from .hook_events import (HANDLED_EVENTS, CwdChanged, PostToolUse, PostToolUseFa
 from ..shared.projects import GLOBAL_PROJECT, locate
 from .records import MemoryDraft
 from .stages import stage
+from .transcript_reader import last_turn
 from .trust import agent_name
 from .storage import Store
 
@@ -121,16 +122,22 @@ def remember_if_standing(store: Store, ctx: Context, prompt: str) -> None:
 
 
 def on_tool(ctx: Context, event: PostToolUse) -> dict:
-    draft = capture.tool_observation(event, ctx.store.config.capture, ctx.project, ctx.at,
-                                     str(ctx.store.paths.home))
+    draft = None if recovered(ctx, event) else capture.tool_observation(event, ctx.store.config.capture, ctx.project,
+                                                                        ctx.at, str(ctx.store.paths.home))
     ctx.store.record(ctx.event_id, in_namespace(draft, event), ctx.at)
     return {}
 
 
 def on_tool_failure(ctx: Context, event: PostToolUseFailure) -> dict:
-    draft = capture.tool_failure(event, ctx.store.config.capture, ctx.project, ctx.at)
+    draft = None if recovered(ctx, event) else capture.tool_failure(event, ctx.store.config.capture, ctx.project,
+                                                                    ctx.at)
     ctx.store.record(ctx.event_id, in_namespace(draft, event), ctx.at)
     return {}
+
+
+def recovered(ctx: Context, event: PostToolUse | PostToolUseFailure) -> bool:
+    """Did SessionEnd already take this tool call from the transcript (its hook came late)?"""
+    return bool(event.tool_use_id) and ctx.store.has_event(recovered_key(event.session_id, event.tool_use_id))
 
 
 def in_namespace(draft, event):
@@ -170,6 +177,9 @@ def on_stop(ctx: Context, event: Stop) -> dict:
         store.record(ctx.event_id, None, ctx.at)
         return {}
     prompt = store.turn_prompt(event.session_id, event.prompt_id)
+    if prompt is not None and store.has_event(recovered_key(event.session_id, prompt.id)):
+        store.record(ctx.event_id, None, ctx.at)  # SessionEnd already took this answer from the transcript
+        return {}
     meta = {"prompt_id": event.prompt_id} if event.prompt_id else {}
     draft = capture.exchange_memory(prompt.text if prompt else None, event.last_assistant_message or "",
                                     store.config.capture, ctx.project, event.session_id, ctx.at, meta)
@@ -179,8 +189,58 @@ def on_stop(ctx: Context, event: Stop) -> dict:
 
 def on_session_end(ctx: Context, event: SessionEnd) -> dict:
     ctx.store.close_session(event.session_id, ctx.project, ctx.at, event.reason)
+    recover_last_turn(ctx, event)
     ctx.store.record(ctx.event_id, None, ctx.at)
     return {}
+
+
+def recover_last_turn(ctx: Context, event: SessionEnd) -> None:
+    """PostToolUse(Failure) and Stop are async hooks: when `claude -p` exits right after its last turn, Claude Code
+    may kill one before its process has even started. SessionEnd runs after that and is waited for: what the
+    session's last turn did that is not stored (a tool call by its id, the answer) is taken from the transcript,
+    once; a late hook for it is then skipped (recovered_key)."""
+    store = ctx.store
+    prompt = store.turn_prompt(event.session_id, None)
+    if prompt is None or (prompt.meta.get("prompt_id") and
+                          store.has_event(skipped_turn_id(event.session_id, prompt.meta["prompt_id"]))):
+        return
+    turn = last_turn(event.transcript_path)
+    if turn is None:
+        return
+    meta = {"prompt_id": prompt.meta["prompt_id"]} if prompt.meta.get("prompt_id") else {}
+    stored = store.stored_tool_calls(event.session_id, [call["id"] for call in turn.tool_calls])
+    # A kill cuts the turn's tail; a call before the last stored one was handled (a memory merged into an
+    # identical older one carries that one's id, so "not stored by this id" alone would count it twice).
+    after = max((n for n, call in enumerate(turn.tool_calls) if call["id"] in stored), default=-1) + 1
+    for call in turn.tool_calls[after:]:
+        key = recovered_key(event.session_id, call["id"])
+        if store.has_event(key):
+            continue
+        fields = {**event.model_dump(include={"session_id", "cwd", "transcript_path"}), **meta,
+                  "tool_name": call["name"], "tool_input": call["input"], "tool_use_id": call["id"]}
+        if call["error"] is not None:
+            failure = PostToolUseFailure(hook_event_name="PostToolUseFailure", error=call["error"], **fields)
+            draft = capture.tool_failure(failure, store.config.capture, ctx.project, call["at"] or ctx.at)
+        else:
+            done = PostToolUse(hook_event_name="PostToolUse", tool_response=call["result"], **fields)
+            draft = capture.tool_observation(done, store.config.capture, ctx.project, call["at"] or ctx.at,
+                                             str(store.paths.home))
+        store.record(key, from_transcript(draft), call["at"] or ctx.at)
+    if turn.answer and not store.answered(prompt) and not store.has_event(recovered_key(event.session_id, prompt.id)):
+        draft = capture.exchange_memory(prompt.text, turn.answer, store.config.capture, ctx.project,
+                                        event.session_id, ctx.at, meta)
+        store.record(recovered_key(event.session_id, prompt.id), from_transcript(draft), ctx.at)
+
+
+def from_transcript(draft: MemoryDraft | None) -> MemoryDraft | None:
+    if draft is not None:
+        draft.meta["recovered"] = "transcript"  # provenance: its hook never came
+    return draft
+
+
+def recovered_key(session_id: str, what) -> str:
+    """Ledger key of something SessionEnd took from the transcript (a tool call's id, a prompt memory's id)."""
+    return f"recovered:{session_id}:{what}"
 
 
 HANDLERS = {

@@ -259,3 +259,57 @@ class SessionReader:
         conversation.close_turn()
         self.report.subagents += 1
         return conversation.out
+
+
+TAIL_BYTES = 512 * 1024  # the end of a transcript holds its last turn
+
+
+@dataclass
+class LastTurn:
+    """The main conversation's last turn, as the transcript holds it: its tool calls (id, name, input, result,
+    error: the failure's text or None, at: when the result came) and its closing answer (None: not answered)."""
+
+    answer: str | None = None
+    tool_calls: list[dict] = field(default_factory=list)
+
+
+def last_turn(path: str | None) -> LastTurn | None:
+    """The last turn after the user's last prompt, read from the transcript's end, leniently (a long session costs
+    no more than a short one); None when the file cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, 2)
+            size = handle.tell()
+            handle.seek(max(0, size - TAIL_BYTES))
+            lines = handle.read().decode("utf-8", "replace").splitlines()
+    except (OSError, TypeError, ValueError):
+        return None
+    if size > TAIL_BYTES:
+        lines = lines[1:]  # the first line was cut
+    turn, results = LastTurn(), {}
+    for line in reversed(lines):
+        try:
+            entry = json.loads(line, strict=False)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict) or entry.get("isSidechain") or entry.get("type") not in ("user", "assistant"):
+            continue
+        content = (entry.get("message") or {}).get("content")
+        blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+        if entry["type"] == "assistant":
+            closing = not turn.tool_calls and not results and not any(b.get("type") == "tool_use" for b in blocks)
+            if turn.answer is None and closing:  # the last thing said, after every tool call
+                turn.answer = text_blocks(content).strip() or None
+            for block in reversed(blocks):
+                if block.get("type") == "tool_use" and block.get("id") in results:
+                    turn.tool_calls.insert(0, {"id": block["id"], "name": str(block.get("name") or ""),
+                                               "input": block.get("input"), **results.pop(block["id"])})
+        elif isinstance(content, str) or any(b.get("type") == "text" for b in blocks):
+            break  # the user's prompt: the turn starts here
+        else:
+            for block in blocks:
+                if block.get("type") == "tool_result" and block.get("tool_use_id"):
+                    error = text_blocks(block.get("content")) if block.get("is_error") else None
+                    results[block["tool_use_id"]] = {"result": entry.get("toolUseResult", block.get("content")),
+                                                     "error": error, "at": parse_time(entry.get("timestamp"))}
+    return turn

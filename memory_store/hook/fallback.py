@@ -30,13 +30,17 @@ def recover(home: str, event: str, event_id: str, received_at: float, raw: bytes
         log.error("hook_failed", hook=event, error=f"bad payload: {exc}")
         return b"", "rejected"
     paths = DataPaths(home)
+    waits = header is not None and START_WAIT.get(event, 0.0) > 0
+    if not waits:  # durable before anything slower (an async hook may be killed 1.5 s into a session's end)
+        spool_event(home, event, event_id, received_at, payload)
     started, coming = ("busy", False) if busy else spawn.start_worker(paths, log)
     log.info("worker_unavailable", hook=event, action=started)
-    if header is not None and coming:
+    if waits and coming:
         answer = _answer_from_starting_worker(paths, event, header, raw, log)
         if answer is not None:
             return answer, "workerafterstart"
-    spool_event(home, event, event_id, received_at, payload)
+    if waits:
+        spool_event(home, event, event_id, received_at, payload)
     runtime.remember_interpreter(paths)
     if event == "SessionStart":
         notice = notices.first_run_notice(paths, started)

@@ -113,7 +113,15 @@ def detached(argv: list[str], env: dict, out_path) -> int:
             kwargs["creationflags"] = 0x00000008 | 0x00000200 | 0x08000000  # DETACHED, NEW_GROUP, NO_WINDOW
         else:
             kwargs["start_new_session"] = True
+            kwargs["preexec_fn"] = _default_signals  # hooks/run ignores them; what outlives the hook must not
         return subprocess.Popen(argv, **kwargs).pid
+
+
+def _default_signals() -> None:
+    import signal
+
+    for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(number, signal.SIG_DFL)
 
 
 def venv_python(venv) -> str:

@@ -5,7 +5,12 @@ every wait is bounded; Claude Code's own hook timeouts (hooks/hooks.json) are fa
 """
 
 # How long a hook waits for the worker's answer before it spools the event.
-ANSWER_DEADLINE = {"SessionStart": 3.0, "UserPromptSubmit": 3.0, "PreCompact": 3.0, "SessionEnd": 0.5}
+# An async hook (hooks.json) still running when a `claude -p` session ends gets SIGTERM (ignored by hooks/run) and
+# SIGKILL 1.5 s later: it spools well before that. A worker that answers late still stores it (once: its event id).
+ASYNC_DEADLINE = 0.6
+ANSWER_DEADLINE = {"SessionStart": 3.0, "UserPromptSubmit": 3.0, "PreCompact": 3.0, "SessionEnd": 0.5,
+                   "PostToolUse": ASYNC_DEADLINE, "PostToolUseFailure": ASYNC_DEADLINE, "Stop": ASYNC_DEADLINE,
+                   "SubagentStop": ASYNC_DEADLINE}
 DEFAULT_ANSWER_DEADLINE = 1.5
 # Events worth waiting for a worker that is just starting (it answers ~0.3-1 s after a spawn).
 START_WAIT = {"SessionStart": 2.5, "UserPromptSubmit": 1.5}

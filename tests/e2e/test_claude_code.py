@@ -15,6 +15,7 @@ import json
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -220,3 +221,64 @@ def test_compact_keeps_the_facts_and_re_offers_them(installed, session_one):
     assert result.returncode == 0, f"resume failed:\n{result.stdout}\n{result.stderr}"
     blocks = MEMORY_BLOCK_RE.findall(after_text)
     assert any("re-offered after compaction" in b and "--canary" in b for b in blocks), blocks
+
+
+def turn_with_tools(marker: str, tools: int):
+    """A scripted turn: `tools` Bash calls (one of them failing), then a closing answer naming `marker`."""
+    commands = [f"echo {marker}-{i}" for i in range(tools - 1)] + [f"false && echo {marker}-failed"]
+
+    def script(body):
+        done = tool_results_in_turn(body)
+        if done < len(commands):
+            return ToolUse(name="Bash", input={"command": commands[done], "description": "Run a step"})
+        return Text(f"All {tools} steps of {marker} ran; the closing answer of {marker}.")
+
+    return script
+
+
+def blocking_ms(debug: Path) -> tuple[int, int]:
+    """(recall's hook time on Claude Code's critical path in the session's turn, the UserPromptSubmit hook's alone),
+    from the real CLI's debug log: hooks moved to the background cost the turn nothing."""
+    hooks = [h for h in recall_hooks(debug) if h["event"] in ("UserPromptSubmit", "PostToolUse", "PostToolUseFailure",
+                                                              "Stop", "SubagentStop")]
+    waited = sum(h["duration_ms"] or 0 for h in hooks if h["outcome"] != "background")
+    prompt = sum(h["duration_ms"] or 0 for h in hooks if h["event"] == "UserPromptSubmit")
+    return waited, prompt
+
+
+def test_async_hooks_lose_nothing_when_the_session_ends(installed):
+    """PostToolUse, PostToolUseFailure and Stop are async (Claude Code does not wait for them, and kills those still
+    running when `claude -p` exits): with 12 tool calls, in a new session and in a resumed one, every tool call and
+    the closing answer land exactly once."""
+    from conftest import stored
+
+    sessions = []
+    for name, tools, resume in (("asyncprobe", 12, None), ("resumedprobe", 10, "first")):
+        with MockAnthropic(script=turn_with_tools(name, tools)) as mock:
+            debug = installed.logs / f"{name}.debug.log"
+            args = ["-p", f"Run the {name} steps.", "--debug-file", debug, "--allowedTools", "Bash(echo:*)",
+                    "--allowedTools", "Bash(false:*)"]
+            if resume:
+                args += ["--resume", sessions[0]]
+            result = installed.run(mock, args)
+        assert result.returncode == 0, f"claude -p failed:\n{result.stdout}\n{result.stderr}"
+        hooks = assert_hooks_clean(debug, ("UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"))
+        assert any(h["outcome"] == "background" for h in hooks if h["event"] in ("PostToolUse", "Stop")), hooks
+        waited, prompt = blocking_ms(debug)
+        print(f"{name}: recall hooks on the critical path {waited} ms, UserPromptSubmit alone {prompt} ms")
+
+        time.sleep(2)  # hooks that outlived claude (SIGTERM ignored) finish their few milliseconds
+        stop_worker(installed.data)
+        recall = stored(installed.data)
+        try:
+            mine = recall.select(match=name)
+            tools_seen = [m for m in mine if m.kind in ("tool", "error")]
+            for i in range(tools - 1):
+                assert sum(f"echo {name}-{i}`" in m.text for m in tools_seen) == 1, [m.text for m in tools_seen]
+            assert sum(f"{name}-failed" in m.text for m in tools_seen) == 1, [m.text for m in tools_seen]
+            answers = [m for m in mine if m.kind == "exchange" and f"the closing answer of {name}" in m.text]
+            assert len(answers) == 1, [(m.kind, m.text[:80]) for m in mine]
+            sessions.append(answers[0].session_id)
+        finally:
+            recall.close()
+    assert sessions[1] == sessions[0]  # --resume continued the same session

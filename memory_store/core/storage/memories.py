@@ -172,6 +172,20 @@ class Memories:
                 "AND superseded_by IS NULL ORDER BY created_at DESC, id DESC LIMIT 1", (session_id,))
         return rows[0].memory() if rows else None
 
+    def answered(self, prompt: Memory) -> bool:
+        """Has an answer (an exchange) been stored in the prompt's session since the prompt?"""
+        return self.db.value("SELECT 1 FROM memories WHERE session_id = ? AND kind = 'exchange' AND created_at >= ? "
+                             "LIMIT 1", (prompt.session_id, prompt.created_at.timestamp() - 0.001)) is not None
+
+    def stored_tool_calls(self, session_id: str, tool_use_ids: list[str]) -> set[str]:
+        """Which of these tool calls (by Claude Code's tool_use_id) of a session are stored."""
+        ids = [i for i in tool_use_ids if i]
+        if not ids:
+            return set()
+        key = self.db.dialect.json_text("meta", "tool_use_id")
+        return {r[0] for r in self.db.all(f"SELECT {key} FROM memories WHERE session_id = ? AND kind IN "
+                                          f"('tool', 'error') AND {key} IN ({marks(ids)})", (session_id, *ids))}
+
     def timeline(self, memory_id: int, before: int = 5, after: int = 5) -> list[Memory]:
         """The memory with its neighbours in time: same session when it has one, else same project."""
         anchor_row = self.memory_row(memory_id)

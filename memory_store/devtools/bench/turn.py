@@ -23,7 +23,7 @@ from ...core.stats import summarize
 
 TOOL_CALLS = 10
 SEARCH_QUERY = "Why does the deploy script time out against the staging cluster?"
-IDLE_TIMEOUT_MINUTES = 0.05  # 3 s: "a long pause" without waiting 30 minutes
+IDLE_TIMEOUT_MINUTES = 0.02  # 1.2 s: "a long pause" without waiting 30 minutes
 
 
 def async_events(root: Path) -> set[str]:

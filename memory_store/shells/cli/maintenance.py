@@ -99,6 +99,10 @@ def doctor(
 @app.command()
 def reindex(home: HomeOption = None, json_output: JsonOption = False):
     """Re-embed every memory with the configured model (after changing it)."""
+    # A running worker would embed the same backlog beside us (twice the work on the same cores); the next hook
+    # starts it again.
+    if worker_client.stop_worker(DataPaths(home)):
+        typer.echo("the worker was stopped for the reindex (the next hook starts it again)", err=True)
     with open_home(home) as recall:
         embedder = recall.models.embedder
         if embedder is None:
