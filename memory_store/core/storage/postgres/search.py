@@ -156,22 +156,31 @@ class PgSearch:
         by_term = self._word_lexemes(terms)
         if not by_term:
             return {}
+        total, mean_length = self._table_stats()
+        holding = self._holding(sorted({lexeme for found in by_term.values() for lexeme, _ in found}))
+        # FTS5's IDF: log((N - n + 0.5) / (n + 0.5)), at least a millionth. A word most memories hold (IDF at that
+        # floor) orders nothing beside a rarer one, so it is not scored; where its matches are many (a big store)
+        # it is not matched either: thousands of rows to score for no order, and a query of such words only has
+        # no lexical candidates there (the dense search still reaches every memory).
+        idf = {x: max(1e-6, math.log((max(total, n) - n + 0.5) / (n + 0.5))) for x, n in holding.items()}
+        telling = {t: found for t, found in by_term.items() if any(idf[x] > 1e-6 for x, _ in found)}
+        if sum(holding.values()) > MATCH_BUDGET:
+            if not telling:
+                return {}
+            by_term = telling
         match = " | ".join(phrase(by_term[t]) for t in terms if t in by_term)
         needed = [phrase(by_term[t]) for t in (required or []) if t in by_term]
         if needed and set(required) < set(terms):
             match = f"({' | '.join(needed)}) & ({match})"
-        lexemes = sorted({lexeme for found in by_term.values() for lexeme, _ in found})
-        total, mean_length = self._table_stats()
-        holding = self._holding(lexemes)
-        # FTS5's IDF: log((N - n + 0.5) / (n + 0.5)), at least a millionth.
-        idf = [max(1e-6, math.log((max(total, holding[x]) - holding[x] + 0.5) / (holding[x] + 0.5))) for x in lexemes]
+        lexemes = sorted({lexeme for found in by_term.values() for lexeme, _ in found
+                          if idf[lexeme] > 1e-6 or not telling})
         a, b, c = (float(w) for w in self.config.ranking.fts_column_weights)
         where, args = scope(["m.superseded_by IS NULL"], [], project, since, until, "m.")
-        # The rows scored: the matches (by the GIN index), or, for words most memories hold, the newest MATCH_BUDGET
+        # The rows scored: the matches (by the GIN index), or, for words many memories hold, the newest MATCH_BUDGET
         # memories of the scope (by the time index: ~10 ms), not every match (a second at a million memories); the
         # dense search still reaches every memory. Each row's tsvector is read out of TOAST once (`|| ''`), not
         # once per word scored.
-        if sum(holding.values()) > MATCH_BUDGET:
+        if sum(holding[x] for x in lexemes) > MATCH_BUDGET:
             source = (f"SELECT m.id, m.doc_len, m.fts || ''::tsvector AS fts FROM memories m WHERE {' AND '.join(where)} "
                       f"ORDER BY m.created_at DESC LIMIT {MATCH_BUDGET}")
             source_args, match_outside = args, True
@@ -180,16 +189,15 @@ class PgSearch:
                       f"WHERE m.fts @@ ?::tsquery AND {' AND '.join(where)} OFFSET 0")
             source_args, match_outside = [match, *args], False
         # BM25 in the statement: a query word's weighted count in a memory (text 1, turns before 0.5, after 0.25,
-        # FTS5's column weights) is what ts_rank_cd returns for that word alone, C code over the tsvector. A word
-        # half the memories hold (IDF at its floor, a millionth) beside a rarer one changes no order: left out.
-        scored = [i for i in range(len(lexemes)) if idf[i] > 1e-6] or list(range(len(lexemes)))
+        # FTS5's column weights) is what ts_rank_cd returns for that word alone, C code over the tsvector.
+        scored = range(len(lexemes))
         counts = ", ".join(f"ts_rank_cd(?::float4[], m.fts, ?::tsquery) AS t{i}" for i in scored)
         saturation = f"{K1} * ({1 - B} + {B} * m.doc_len / ?)"
         score = " + ".join(f"? * f.t{i} * {K1 + 1} / (f.t{i} + {saturation})" for i in scored)
         sql = (f"SELECT m.id, {score} AS score FROM ({source}) AS m CROSS JOIN LATERAL (SELECT {counts} OFFSET 0) AS f "
                + ("WHERE m.fts @@ ?::tsquery " if match_outside else "") + "ORDER BY score DESC, m.id DESC LIMIT ?")
         column_weights = [0.0, c, b, a]  # ts_rank_cd's order: D, C, B, A
-        score_args = [arg for i in scored for arg in (idf[i], mean_length)]
+        score_args = [arg for i in scored for arg in (idf[lexemes[i]], mean_length)]
         count_args = [arg for i in scored for arg in (column_weights, tsquery_literal(lexemes[i]))]
         rows = self.db.all(sql, [*score_args, *source_args, *count_args, *([match] if match_outside else []), n])
         return {memory_id: float(score) for memory_id, score in rows}
