@@ -12,6 +12,9 @@ def main() -> None:
     status = answer(sys.argv[1:])
     if status is not None:
         sys.exit(status)
+    from ..shared.blas import one_blas_thread
+
+    one_blas_thread()  # a search without a worker, a bench: as the worker runs the model
     from .cli import main as cli_main
 
     cli_main()
