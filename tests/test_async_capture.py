@@ -101,3 +101,17 @@ def test_killed_tool_hooks_are_recovered_from_the_transcript_once(demo, recall, 
               tool_response={"stdout": "14 passed", "stderr": "", "interrupted": False})  # the late hook
     assert count("14 passed") == 1
     assert recall.store.counts()["memories"] == len(recall.select())
+
+
+def test_a_turn_recall_did_not_keep_recovers_nothing(demo, recall, tmp_path):
+    """The last turn opened by a private prompt (not kept, nor its answer): its answer is not taken from the
+    transcript either, nor pinned on the turn before."""
+    session = str(uuid.uuid4())
+    secret_turn = "<private>my offer from the other company is 240k, help me word the reply</private>"
+    path = transcript(tmp_path / "t.jsonl", secret_turn, "Here is a reply that mentions the 240k offer politely.")
+    demo.fire("UserPromptSubmit", session, prompt="where is the retry budget set?", prompt_id="p1",
+              transcript_path=path)  # interrupted: never answered
+    demo.fire("UserPromptSubmit", session, prompt=secret_turn, prompt_id="p2", transcript_path=path)
+    demo.fire("SessionEnd-other", session, transcript_path=path)  # its Stop never came
+    assert not [m for m in recall.select(session_id=session) if "240k" in m.text or "240k" in str(m.meta)]
+    assert exchanges(recall, "retry budget") == []

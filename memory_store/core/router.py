@@ -205,7 +205,7 @@ def recover_last_turn(ctx: Context, event: SessionEnd) -> None:
                           store.has_event(skipped_turn_id(event.session_id, prompt.meta["prompt_id"]))):
         return
     turn = last_turn(event.transcript_path)
-    if turn is None:
+    if turn is None or not opened_by(turn, prompt, store, ctx.project):
         return
     meta = {"prompt_id": prompt.meta["prompt_id"]} if prompt.meta.get("prompt_id") else {}
     stored = store.stored_tool_calls(event.session_id, [call["id"] for call in turn.tool_calls])
@@ -230,6 +230,16 @@ def recover_last_turn(ctx: Context, event: SessionEnd) -> None:
         draft = capture.exchange_memory(prompt.text, turn.answer, store.config.capture, ctx.project,
                                         event.session_id, ctx.at, meta)
         store.record(recovered_key(event.session_id, prompt.id), from_transcript(draft), ctx.at)
+
+
+def opened_by(turn, prompt, store: Store, project: str) -> bool:
+    """Is the transcript's last turn the one the stored prompt opened? Its prompt, kept as the hook keeps one, must
+    read the same: a turn that recall did not keep (a private prompt, a recall command) recovers nothing."""
+    said = user_words.read(turn.prompt or "")
+    if said.kind != user_words.USER:
+        return False
+    kept = capture.prompt_memory(said.words, store.config.capture, project, prompt.session_id, 0.0, {})
+    return kept is not None and kept.text == prompt.text
 
 
 def from_transcript(draft: MemoryDraft | None) -> MemoryDraft | None:

@@ -266,11 +266,13 @@ TAIL_BYTES = 512 * 1024  # the end of a transcript holds its last turn
 
 @dataclass
 class LastTurn:
-    """The main conversation's last turn, as the transcript holds it: its tool calls (id, name, input, result,
-    error: the failure's text or None, at: when the result came) and its closing answer (None: not answered)."""
+    """The main conversation's last turn, as the transcript holds it: the prompt that opened it, its tool calls
+    (id, name, input, result, error: the failure's text or None, at: when the result came) and its closing answer
+    (None: not answered)."""
 
     answer: str | None = None
     tool_calls: list[dict] = field(default_factory=list)
+    prompt: str | None = None  # what the user-role line that opened it says
 
 
 def last_turn(path: str | None) -> LastTurn | None:
@@ -305,6 +307,7 @@ def last_turn(path: str | None) -> LastTurn | None:
                     turn.tool_calls.insert(0, {"id": block["id"], "name": str(block.get("name") or ""),
                                                "input": block.get("input"), **results.pop(block["id"])})
         elif isinstance(content, str) or any(b.get("type") == "text" for b in blocks):
+            turn.prompt = text_blocks(content)
             break  # the user's prompt: the turn starts here
         else:
             for block in blocks:
