@@ -8,6 +8,7 @@ import socket
 import stat
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -44,7 +45,8 @@ def session_with_secrets(hooks, project, session="secret-session"):
         return result
 
     send("SessionStart-startup")
-    for i, (kind, text, _) in enumerate(SECRETS):
+
+    def turn(i: int, kind: str, text: str) -> None:
         send("UserPromptSubmit", prompt=f"please use this ({kind}): {text}", prompt_id=f"p{i}")
         send("PostToolUse-Bash", prompt_id=f"p{i}", tool_input={"command": f"echo '{text}'", "description": kind},
              tool_response={"stdout": text, "stderr": "", "interrupted": False})
@@ -55,6 +57,11 @@ def session_with_secrets(hooks, project, session="secret-session"):
              tool_response={"filePath": str(project / "settings.py"), "oldString": "x = 1", "newString": text,
                             "originalFile": f"x = 1\n{text}\n", "structuredPatch": []})
         send("Stop", prompt_id=f"p{i}", last_assistant_message=f"Configured it with {text} as you asked.")
+
+    # Turns side by side, as parallel sessions would send them (each turn's hooks in order): the same events, a
+    # third of the wall time.
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        list(pool.map(lambda item: turn(item[0], item[1][0], item[1][1]), enumerate(SECRETS)))
     send("PostToolUse-Read", tool_input={"file_path": str(project / ".env")},
          tool_response={"type": "text", "file": {"filePath": str(project / ".env"), "content": DOTENV, "numLines": 2}})
     send("PostToolUse-Bash", tool_input={"command": "cat .env"}, tool_response={"stdout": DOTENV, "stderr": ""})

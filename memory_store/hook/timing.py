@@ -7,7 +7,7 @@ every wait is bounded; Claude Code's own hook timeouts (hooks/hooks.json) are fa
 # How long a hook waits for the worker's answer before it spools the event.
 # An async hook (hooks.json) still running when a `claude -p` session ends gets SIGTERM (ignored by hooks/run) and
 # SIGKILL 1.5 s later: it spools well before that. A worker that answers late still stores it (once: its event id).
-ASYNC_DEADLINE = 0.6
+ASYNC_DEADLINE = 1.0
 ANSWER_DEADLINE = {"SessionStart": 3.0, "UserPromptSubmit": 3.0, "PreCompact": 3.0, "SessionEnd": 0.5,
                    "PostToolUse": ASYNC_DEADLINE, "PostToolUseFailure": ASYNC_DEADLINE, "Stop": ASYNC_DEADLINE,
                    "SubagentStop": ASYNC_DEADLINE}
