@@ -23,8 +23,10 @@ _VALUE = r"([^\s\-'\"$][^\s'\"]*|'[^'\n]+'|\"(?!\$)[^\"\n]+\")"
 _SECRET_WORD = r"(?:password|passphrase|passcode|passwd|pwd|pw|pin|secret|token|api[ _\-]?key|access[ _\-]?key)"
 # A secret stated in prose: quoted, or a word with a digit, a capital inside or a symbol ("the password is stored
 # in vault" stays).
-_STATED_VALUE = (r"((?-i:[\"'`][^\"'`\n]{3,}[\"'`]|(?=\S*(?:\d|[a-z][A-Z]|[^\w\s.,;:!?'\"`()]))"
-                 r"[^\s,;'\"`()]{4,}(?<![.!?])))")
+# Bounded (a secret is a few hundred characters at most): an unbounded run, tried at every position of a long word,
+# made a 5 MB payload cost minutes.
+_STATED_VALUE = (r"((?-i:[\"'`][^\"'`\n]{3,512}[\"'`]|(?=\S{0,512}?(?:\d|[a-z][A-Z]|[^\w\s.,;:!?'\"`()]))"
+                 r"[^\s,;'\"`()]{4,512}(?<![.!?])))")
 
 _SECRET_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
     (
@@ -113,7 +115,7 @@ _SECRET_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
     # "password X", "the vpn pw's X" (a value with a digit, a capital inside or a symbol, or quoted)
     ("stated-secret", re.compile(r"(?i)(\b(?:set|changed|reset|updated|rotated)\s+(?:[\w\-]+\s+){0,4}?" + _SECRET_WORD
                                  + r"\s+to\s+)" + _STATED_VALUE), 2),
-    ("stated-secret", re.compile(_STATED_VALUE + r"(?=\s+as\s+(?:the|my|our|your)\s+(?:[\w\-]+\s+){0,2}?"
+    ("stated-secret", re.compile(r"(?<![^\s\"'`(])" + _STATED_VALUE + r"(?=\s+as\s+(?:the|my|our|your)\s+(?:[\w\-]+\s+){0,2}?"
                                  r"(?i:password|passphrase|passcode|pin|token|secret|api key)"
                                  r"(?=\s*(?:$|[.,;:!?)]|\s(?:for|of|on|to|in|at)\b)))"), 1),
     ("stated-secret", re.compile(r"(?i)(\b(?:creds|credentials|login)\b(?:\s+(?:for|of|to|on)(?:\s+[\w.\-]+){1,4}?)?"
