@@ -8,6 +8,7 @@ import socket
 import stat
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -235,3 +236,13 @@ def test_no_network_access_at_run_time(home, project, monkeypatch):
     except OSError:
         pass
     assert "192.0.2.1" in attempts or ("192.0.2.1", 9) in attempts
+
+
+@pytest.mark.parametrize("huge", ["x" * (2 * 1024 * 1024), "'" * 200_000, "Tok3n" * 400_000],
+                         ids=["one-word", "quotes", "repeated-value"])
+def test_redaction_of_a_huge_field_ends(huge):
+    """A 2 MB word (the robustness bench sends 5 MB fields) once made the prose patterns backtrack for minutes. The
+    bound guards a hang, generously; the time itself is the robustness bench's."""
+    started = time.monotonic()
+    clean(huge)
+    assert time.monotonic() - started < 60
