@@ -104,7 +104,7 @@ def test_the_worker_stays_while_a_session_it_served_is_open(hooks, home, project
         hooks.env["CLAUDE_PID"] = str(claude.pid)
         hooks.run("SessionStart", load_payload("SessionStart-startup", cwd=str(project)))
         pid = wait_for(lambda: worker_health(home))["pid"]
-        time.sleep(6)  # three idle timeouts and more than one watch round
+        time.sleep(4)  # twice the idle timeout, and many watch rounds (every 0.18 s at this timeout)
         assert worker_pids(home) == [pid] and worker_health(home)["model"] == "ready"
     finally:
         claude.kill()
