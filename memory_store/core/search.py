@@ -155,6 +155,11 @@ def finish(store: Store, embedder, scored: list[tuple[float, Row]], found: Candi
     return hits
 
 
+# How far short of the floor an exchange may be to be weighed again by its question and answer: its question rarely
+# adds more (each weighing is an embedding of a long text; all of them cost 50 ms a search).
+RELEVANT_MARGIN = 0.15
+
+
 def relevant(hits: list[Hit], query_text: str, cfg: SearchConfig, embedder=None) -> list[Hit]:
     """The hits a person should be shown for `query_text`: those with evidence of being about it (their meaning
     close to the query's, or the query's distinctive words in what is shown), at least `cfg.floor`. A ranking
@@ -168,11 +173,11 @@ def relevant(hits: list[Hit], query_text: str, cfg: SearchConfig, embedder=None)
             continue
         coverage = ranking.term_coverage_of(terms, shown_text(hit)) if terms else 0.0
         scored.append((hit, (hit.similarity or 0.0) + cfg.coverage_weight * coverage))
-    again = [hit for hit, evidence in scored if evidence < cfg.floor and hit.kind == "exchange"
-             and hit.meta.get("prompt") and hit.similarity is not None]
+    again = [hit for hit, evidence in scored if cfg.floor - RELEVANT_MARGIN <= evidence < cfg.floor
+             and hit.kind == "exchange" and hit.meta.get("prompt") and hit.similarity is not None]
     if again and embedder is not None:
-        query = embedder.embed_query(query_text)
-        vectors = embedder.embed([shown_text(hit) for hit in again])
+        query = embedder.embed_query(query_text)  # the candidates' search embedded it: remembered
+        vectors = embedder.embed_cached([shown_text(hit) for hit in again])
         better = {hit.id: embedder.similarity(vector, query) - (hit.similarity or 0.0)
                   for hit, vector in zip(again, vectors)}
         scored = [(hit, evidence + max(0.0, better.get(hit.id, 0.0))) for hit, evidence in scored]

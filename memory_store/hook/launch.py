@@ -11,15 +11,12 @@ plugin's code. A search the running worker can answer is answered first, in this
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-from memory_store.hook.runtime import child_env, has_dependencies, read_runtime, venv_python  # noqa: E402
-from memory_store.shared.paths import DataPaths  # noqa: E402
+# The plugin's root (imports below come from it). Only os and sys so far: a search the worker answers
+# (main) pays for nothing more.
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)
 
 
 def option_value(argv: list[str], name: str) -> str | None:
@@ -31,7 +28,9 @@ def option_value(argv: list[str], name: str) -> str | None:
     return None
 
 
-def candidates(paths: DataPaths) -> list[str]:
+def candidates(paths) -> list[str]:
+    from memory_store.hook.runtime import read_runtime, venv_python
+
     found = [os.environ.get("RECALL_PYTHON"), (read_runtime(paths, any_version=True) or {}).get("python"),
              venv_python(paths.venv)]
     for name in ("python3", "python"):
@@ -54,6 +53,11 @@ def main(argv: list[str]) -> int:
     status = answer(argv)
     if status is not None:
         return status
+    import subprocess
+
+    from memory_store.hook.runtime import child_env, has_dependencies
+    from memory_store.shared.paths import DataPaths
+
     paths = DataPaths(option_value(argv, "--home"))
     env = child_env(None, ROOT)
     for python in candidates(paths):
