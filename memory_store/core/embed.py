@@ -92,23 +92,30 @@ class Embedder:
         return result
 
     def embed_query(self, text: str) -> bytes:
-        return self.embed_cached([text])[0]
+        """A query's vector, always computed (a prompt pays for its own embedding), and remembered for the steps of
+        the same search that ask again (embed_cached)."""
+        vector = self.embed([text])[0]
+        self._remember({text: vector})
+        return vector
 
     def embed_cached(self, texts: list[str]) -> list[bytes]:
-        """`embed`, remembering the last RECENT_TEXTS texts: a search embeds its query for the candidates and again
-        for the relevance floor, and a question asked twice is embedded once (bulk embedding does not come here)."""
+        """`embed`, remembering the last RECENT_TEXTS texts: the relevance floor asks again for the query a search
+        has just embedded, and weighs the same answers by their questions search after search (bulk embedding does
+        not come here)."""
         with self._recent_lock:
-            missing = list(dict.fromkeys(t for t in texts if t not in self._recent))
-        found = dict(zip(missing, self.embed(missing)))
+            found = {t: self._recent[t] for t in texts if t in self._recent}
+        missing = list(dict.fromkeys(t for t in texts if t not in found))
+        found.update(zip(missing, self.embed(missing)))
+        self._remember(found)
+        return [found[text] for text in texts]
+
+    def _remember(self, vectors: dict[str, bytes]) -> None:
         with self._recent_lock:
-            for text in texts:
-                vector = found.get(text) or self._recent.get(text)
+            for text, vector in vectors.items():
                 self._recent[text] = vector
                 self._recent.move_to_end(text)
-                found[text] = vector
             while len(self._recent) > RECENT_TEXTS:
                 self._recent.popitem(last=False)
-        return [found[text] for text in texts]
 
     def similarity(self, a: bytes, b: bytes) -> float:
         np = self._np

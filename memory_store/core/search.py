@@ -176,7 +176,7 @@ def relevant(hits: list[Hit], query_text: str, cfg: SearchConfig, embedder=None)
     again = [hit for hit, evidence in scored if cfg.floor - RELEVANT_MARGIN <= evidence < cfg.floor
              and hit.kind == "exchange" and hit.meta.get("prompt") and hit.similarity is not None]
     if again and embedder is not None:
-        query = embedder.embed_query(query_text)  # the candidates' search embedded it: remembered
+        query = embedder.embed_cached([query_text])[0]  # the candidates' search has just embedded it
         vectors = embedder.embed_cached([shown_text(hit) for hit in again])
         better = {hit.id: embedder.similarity(vector, query) - (hit.similarity or 0.0)
                   for hit, vector in zip(again, vectors)}
