@@ -68,8 +68,8 @@ def test_a_gone_file_is_marked_and_a_moved_one_leaves_its_old_memory_out(demo, r
 
     # A path written from another folder, or outside the project, is never judged.
     write(project, "web/components/Button.tsx")
-    from memory_store.core.code_paths import check_for
+    from memory_store.core.code_paths import CodeCheck
 
-    check = check_for(recall.store, str(project))
+    check = CodeCheck(recall.store, str(project))
     assert check.missing("components/Button.tsx, /etc/nginx/nginx.conf, src/reports/weekly.py") == []
     assert check.missing("src/reports/monthly.py") == ["src/reports/monthly.py"]

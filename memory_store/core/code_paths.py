@@ -43,22 +43,30 @@ def named_paths(text: str) -> list[str]:
 
 @dataclass
 class CodeCheck:
-    """The check for one project: `roots` are its folders on this machine (most recent first)."""
+    """The check for one project, against its folder on this machine (looked up once, when a text names a path)."""
 
     store: object
     project: str
-    roots: list[str]
     _exists: dict = field(default_factory=dict)
 
     @cached_property
     def root(self) -> str | None:
-        return next((r for r in self.roots if os.path.isdir(r)), None)
+        return next((r for r in self.store.local_paths(self.project) if os.path.isdir(r)), None)
 
     def missing(self, text: str) -> list[str]:
         """The paths `text` names that this project's folder should hold and does not."""
-        if self.root is None:
+        paths = named_paths(text)
+        if not paths or self.root is None:
             return []
-        return [path for path in named_paths(text) if self._judged_missing(path)]
+        return [path for path in paths if self._judged_missing(path)]
+
+    def standing(self, text: str, created_at: float, drop: bool = True) -> list[str] | None:
+        """The paths `text` names that are gone, or None when a later memory names one's new place (`drop`: the
+        memory is then left out)."""
+        missing = self.missing(text)
+        if missing and drop and any(self.new_place(path, created_at) for path in missing):
+            return None
+        return missing
 
     def _judged_missing(self, path: str) -> bool:
         if path not in self._exists:
@@ -100,34 +108,25 @@ class CodeCheck:
         return path if os.path.isabs(path) else os.path.join(self.root, path)
 
 
-def check_for(store, project: str, cache: dict | None = None) -> CodeCheck:
-    cache = {} if cache is None else cache
-    if project not in cache:
-        cache[project] = CodeCheck(store, project, store.local_paths(project))
-    return cache[project]
-
-
 def checked_items(store, project: str, items: list) -> list:
     """inject.Items as they stand against the code: marked, or left out when a newer memory names the new place."""
-    check = check_for(store, project)
+    check = CodeCheck(store, project)
     kept = []
     for item in items:
-        missing = check.missing(item.text)
-        if missing and any(check.new_place(path, item.created_at) for path in missing):
-            continue
-        kept.append(replace(item, text=marked(item.text, missing)) if missing else item)
+        missing = check.standing(item.text, item.created_at)
+        if missing is not None:
+            kept.append(replace(item, text=marked(item.text, missing)) if missing else item)
     return kept
 
 
 def checked_hits(store, hits: list, drop: bool = True) -> list:
     """Search hits as they stand against the code: each names its missing files (`Hit.missing_files`, marked
     where shown); one whose file a newer memory names elsewhere is left out (`drop`)."""
-    checks: dict = {}
+    checks: dict[str, CodeCheck] = {}
     kept = []
     for hit in hits:
-        check = check_for(store, hit.project, checks)
-        missing = check.missing(hit.text)
-        if missing and drop and any(check.new_place(path, hit.created_at.timestamp()) for path in missing):
-            continue
-        kept.append(hit.model_copy(update={"missing_files": missing}) if missing else hit)
+        check = checks.setdefault(hit.project, CodeCheck(store, hit.project))
+        missing = check.standing(hit.text, hit.created_at.timestamp(), drop)
+        if missing is not None:
+            kept.append(hit.model_copy(update={"missing_files": missing}) if missing else hit)
     return kept
