@@ -232,3 +232,13 @@ def test_a_session_that_moves_to_another_repository_follows_it(hooks, home, proj
         assert answer and answer[0].project == str(other_project)
     finally:
         recall.close()
+
+
+def test_the_async_hooks_have_the_async_deadline():
+    """hooks.json says which hooks Claude Code does not wait for; the hook side, which cannot read it on its fast
+    path, gives exactly those the deadline that beats the SIGKILL at a session's end."""
+    from conftest import ROOT
+    from memory_store.devtools.bench.turn import async_events
+    from memory_store.hook.timing import ANSWER_DEADLINE, ASYNC_DEADLINE
+
+    assert async_events(ROOT) == {event for event, seconds in ANSWER_DEADLINE.items() if seconds == ASYNC_DEADLINE}

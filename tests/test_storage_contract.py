@@ -330,3 +330,23 @@ def test_hits_say_whose_they_are(recall):
     hit = recall.search("staging cluster", project="/p/one")[0]
     data = json.loads(hit.model_dump_json())
     assert data["visibility"] == "private" and data["owner"] == recall.store.owner and data["owner"]
+
+
+def test_what_session_end_recovery_and_the_code_check_ask_of_a_store(recall, tmp_path):
+    """Which tool calls of a session are stored (by tool_use_id), whether a prompt got its answer, and where a
+    project lives on this machine: the same answers from both backends."""
+    store = recall.store
+    now = time.time()
+    prompt = store.record("p", draft("migrate the billing db", at=now - 10)).memory_id
+    store.record("t1", draft("Bash `alembic upgrade head` → ok", kind="tool", at=now - 8, meta={"tool_use_id": "tu_1"}))
+    store.record("t2", draft("Bash `pytest` → 3 passed", kind="tool", at=now - 6, session="other",
+                            meta={"tool_use_id": "tu_2"}))
+    assert store.stored_tool_calls("s1", ["tu_1", "tu_2", "tu_3", ""]) == {"tu_1"}
+    asked = recall.get([prompt])[0]
+    assert not store.answered(asked)
+    store.record("x", draft("Migrated to b2.", kind="exchange", at=now - 2, meta={"prompt": "migrate the billing db"}))
+    assert store.answered(asked)
+    store.note_project_path("github.com/acme/billing", str(tmp_path / "old-clone"), now - 100)
+    store.note_project_path("github.com/acme/billing", str(tmp_path / "clone"), now)
+    assert store.local_paths("github.com/acme/billing") == [str(tmp_path / "clone"), str(tmp_path / "old-clone")]
+    assert store.local_paths("github.com/acme/other") == []

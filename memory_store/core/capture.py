@@ -15,7 +15,7 @@ import re
 from ..shared.redact import clean, is_env_file, mentions_env_file, redact_env_values
 from ..shared.text import cap, cap_middle
 from .config import CaptureConfig
-from . import sentences
+from . import sentences, user_words
 from .hook_events import PostToolUse, PostToolUseFailure
 from .records import MemoryDraft
 
@@ -225,6 +225,16 @@ def command_line(text: str) -> str:
     """A slash command as the user typed it (`/review PR 12`), from the tags Claude Code records it in."""
     parts = dict((name, value.strip()) for name, value in _COMMAND_PARTS.findall(text))
     return " ".join(part for part in (parts.get("name", ""), parts.get("args", "")) if part)
+
+
+def users_prompt(text: str, cfg: CaptureConfig, project: str, session_id: str, at: float,
+                 meta: dict | None = None) -> tuple[user_words.Message, MemoryDraft | None]:
+    """A user-role message as recall keeps it: what it is (user_words.read) and, when the words are the user's,
+    their prompt memory (None for Claude Code's words, and as prompt_memory says)."""
+    said = user_words.read(text)
+    if said.kind != user_words.USER:
+        return said, None
+    return said, prompt_memory(said.words, cfg, project, session_id, at, meta)
 
 
 def prompt_memory(prompt: str, cfg: CaptureConfig, project: str, session_id: str, at: float,

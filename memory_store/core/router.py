@@ -22,7 +22,7 @@ from .hook_events import (HANDLED_EVENTS, CwdChanged, PostToolUse, PostToolUseFa
 from ..shared.projects import GLOBAL_PROJECT, locate
 from .records import MemoryDraft
 from .stages import stage
-from .transcript_reader import last_turn
+from .transcript_reader import last_turn, tool_memory
 from .trust import agent_name
 from .storage import Store
 
@@ -51,13 +51,13 @@ def on_session_start(ctx: Context, event: SessionStart) -> dict:
 
 def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
     store = ctx.store
-    said = user_words.read(event.prompt)
-    if said.kind != user_words.USER:  # Claude Code's words in the user's place (a task notification, a command)
-        store.record(ctx.event_id, None, ctx.at)
-        return {}
     meta = {"prompt_id": event.prompt_id} if event.prompt_id else {}
     with stage("store"):
-        draft = capture.prompt_memory(said.words, store.config.capture, ctx.project, event.session_id, ctx.at, meta)
+        said, draft = capture.users_prompt(event.prompt, store.config.capture, ctx.project, event.session_id, ctx.at,
+                                           meta)
+        if said.kind != user_words.USER:  # Claude Code's words in the user's place (a task notification, a command)
+            store.record(ctx.event_id, None, ctx.at)
+            return {}
         recorded = store.record(ctx.event_id, draft, ctx.at)
         if draft is not None:
             remember_if_standing(store, ctx, draft.text)
@@ -201,10 +201,7 @@ def recover_last_turn(ctx: Context, event: SessionEnd) -> None:
     once; a late hook for it is then skipped (recovered_key)."""
     store = ctx.store
     prompt = store.turn_prompt(event.session_id, None)
-    if prompt is None or (prompt.meta.get("prompt_id") and
-                          store.has_event(skipped_turn_id(event.session_id, prompt.meta["prompt_id"]))):
-        return
-    turn = last_turn(event.transcript_path)
+    turn = last_turn(event.transcript_path) if prompt is not None else None
     if turn is None or not opened_by(turn, prompt, store, ctx.project):
         return
     meta = {"prompt_id": prompt.meta["prompt_id"]} if prompt.meta.get("prompt_id") else {}
@@ -216,16 +213,10 @@ def recover_last_turn(ctx: Context, event: SessionEnd) -> None:
         key = recovered_key(event.session_id, call["id"])
         if store.has_event(key):
             continue
-        fields = {**event.model_dump(include={"session_id", "cwd", "transcript_path"}), **meta,
-                  "tool_name": call["name"], "tool_input": call["input"], "tool_use_id": call["id"]}
-        if call["error"] is not None:
-            failure = PostToolUseFailure(hook_event_name="PostToolUseFailure", error=call["error"], **fields)
-            draft = capture.tool_failure(failure, store.config.capture, ctx.project, call["at"] or ctx.at)
-        else:
-            done = PostToolUse(hook_event_name="PostToolUse", tool_response=call["result"], **fields)
-            draft = capture.tool_observation(done, store.config.capture, ctx.project, call["at"] or ctx.at,
-                                             str(store.paths.home))
-        store.record(key, from_transcript(draft), call["at"] or ctx.at)
+        at = call["at"] or ctx.at
+        draft = tool_memory(store.config.capture, str(store.paths.home), ctx.project, at, event.session_id, event.cwd,
+                            call["name"], call["input"], call["id"], call["result"], call["error"])
+        store.record(key, from_transcript(draft), at)
     if turn.answer and not store.answered(prompt) and not store.has_event(recovered_key(event.session_id, prompt.id)):
         draft = capture.exchange_memory(prompt.text, turn.answer, store.config.capture, ctx.project,
                                         event.session_id, ctx.at, meta)
@@ -235,10 +226,7 @@ def recover_last_turn(ctx: Context, event: SessionEnd) -> None:
 def opened_by(turn, prompt, store: Store, project: str) -> bool:
     """Is the transcript's last turn the one the stored prompt opened? Its prompt, kept as the hook keeps one, must
     read the same: a turn that recall did not keep (a private prompt, a recall command) recovers nothing."""
-    said = user_words.read(turn.prompt or "")
-    if said.kind != user_words.USER:
-        return False
-    kept = capture.prompt_memory(said.words, store.config.capture, project, prompt.session_id, 0.0, {})
+    kept = capture.users_prompt(turn.prompt or "", store.config.capture, project, prompt.session_id, 0.0)[1]
     return kept is not None and kept.text == prompt.text
 
 

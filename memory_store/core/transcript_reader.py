@@ -176,7 +176,8 @@ class Conversation:
                     self.turn_answer = (entry.uuid or str(at), block["text"], at, session, project)
 
     def add_user_text(self, text: str, entry: TranscriptEntry, session: str, project: str, at: float) -> None:
-        said = user_words.read(text)
+        said, draft = capture.users_prompt(text, self.cfg, project, session, at,
+                                           {"prompt_id": entry.promptId} if entry.promptId else None)
         if said.kind != user_words.USER:
             self.report.not_the_users += 1
             if said.kind == user_words.COMMAND and _COMMAND_NAME in text:
@@ -186,8 +187,6 @@ class Conversation:
                 self.skip_turn = self.turn_prompt.lstrip().startswith(capture.RECALL_COMMAND_PREFIX)
             return  # a notification or a marker: the turn it falls in goes on
         self.close_turn()
-        draft = capture.prompt_memory(said.words, self.cfg, project, session, at,
-                                      {"prompt_id": entry.promptId} if entry.promptId else None)
         if draft is None:
             self.skip_turn = True
             return
@@ -203,17 +202,29 @@ class Conversation:
         result = entry.toolUseResult
         if name in TASK_TOOLS and isinstance(result, dict) and result.get("agentId") and isinstance(tool_input, dict):
             self.agent_types[str(result["agentId"])] = str(tool_input.get("subagent_type") or "task")
-        common = {"session_id": session or "import", "cwd": cwd, "tool_name": name, "tool_input": tool_input,
-                  "tool_use_id": tool_use_id}
-        if block.get("is_error"):
-            error = text_blocks(block.get("content")) if not isinstance(block.get("content"), str) else block["content"]
-            event = PostToolUseFailure(hook_event_name="PostToolUseFailure", error=error or "", **common)
-            draft = capture.tool_failure(event, self.cfg, project, at)
-        else:
-            response = result if result is not None else block.get("content")
-            event = PostToolUse(hook_event_name="PostToolUse", tool_response=response, **common)
-            draft = capture.tool_observation(event, self.cfg, project, at, self.home)
+        draft = tool_memory(self.cfg, self.home, project, at, session or "import", cwd, name, tool_input, tool_use_id,
+                            *tool_outcome(block, result))
         self._keep(self._key(session, str(tool_use_id)), draft, at)
+
+
+def tool_outcome(block: dict, result) -> tuple[Any, str | None]:
+    """(what a tool returned, its error text or None) from a `tool_result` block and its entry's `toolUseResult`
+    (the PostToolUse `tool_response`)."""
+    error = (text_blocks(block.get("content")) or "") if block.get("is_error") else None
+    return (result if result is not None else block.get("content")), error
+
+
+def tool_memory(cfg, home: str, project: str, at: float, session: str, cwd: str, name: str, tool_input,
+                tool_use_id: str | None, response, error: str | None) -> MemoryDraft | None:
+    """A tool call as its hook would have kept it: PostToolUseFailure's memory when it failed (`error`), else
+    PostToolUse's."""
+    common = {"session_id": session, "cwd": cwd, "tool_name": name, "tool_input": tool_input,
+              "tool_use_id": tool_use_id}
+    if error is not None:
+        event = PostToolUseFailure(hook_event_name="PostToolUseFailure", error=error, **common)
+        return capture.tool_failure(event, cfg, project, at)
+    event = PostToolUse(hook_event_name="PostToolUse", tool_response=response, **common)
+    return capture.tool_observation(event, cfg, project, at, home)
 
 
 class SessionReader:
@@ -312,7 +323,7 @@ def last_turn(path: str | None) -> LastTurn | None:
         else:
             for block in blocks:
                 if block.get("type") == "tool_result" and block.get("tool_use_id"):
-                    error = text_blocks(block.get("content")) if block.get("is_error") else None
-                    results[block["tool_use_id"]] = {"result": entry.get("toolUseResult", block.get("content")),
-                                                     "error": error, "at": parse_time(entry.get("timestamp"))}
+                    response, error = tool_outcome(block, entry.get("toolUseResult"))
+                    results[block["tool_use_id"]] = {"result": response, "error": error,
+                                                     "at": parse_time(entry.get("timestamp"))}
     return turn

@@ -207,8 +207,7 @@ class Worker:
         from ..shared.redact import clean_payload
 
         spool.write(self.paths.spool, {**envelope, "payload": clean_payload(envelope["payload"])})
-        self.last_error = f"{time.strftime('%Y-%m-%d %H:%M:%S')} storage_unavailable: {exc}"
-        self.log.warning("storage_unavailable", hook=str(envelope["payload"].get("hook_event_name")), error=str(exc))
+        self.failed("storage_unavailable", str(exc), "warning", hook=str(envelope["payload"].get("hook_event_name")))
         payload = envelope["payload"]
         if payload.get("hook_event_name") == "SessionStart" and payload.get("source") != "compact":
             return inject.hook_output("SessionStart", "", f"recall: {exc}. This session's events are kept on this machine "
@@ -238,10 +237,10 @@ class Worker:
             "storage": storage, "rss_mb": rss_mb(), "last_error": self.last_error,
         }
 
-    def failed(self, event: str, error: str, **fields) -> None:
+    def failed(self, event: str, error: str, level: str = "error", **fields) -> None:
         """Log an error and keep it as the last one (`recall status` shows it)."""
         self.last_error = f"{time.strftime('%Y-%m-%d %H:%M:%S')} {event}: {error}"
-        self.log.error(event, error=error, **fields)
+        self.log.write(level, event, error=error, **fields)
 
     def set_damaged_database_aside(self, exc: Exception) -> None:
         """The database turned out damaged while running: move it aside and exit; the hook spools
