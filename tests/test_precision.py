@@ -100,8 +100,14 @@ def changed_in_passing(demo, project):
     return demo
 
 
+def without_headers(text: str) -> str:
+    """An item's text without its "[#2 · tool · 2026-11-23 15:30, just now]" header: a clock that reads
+    15:30 is not the old value."""
+    return re.sub(r"\[#\d+ · [^\]]*\]", "[#]", text)
+
+
 def test_the_brief_does_not_show_a_replaced_value_unmarked(changed_in_passing):
-    brief = changed_in_passing.start()
+    brief = without_headers(changed_in_passing.start())
     assert "45" in brief
     for line in brief.splitlines():
         if re.search(r"\b30\b", line) and "45" not in line:
@@ -109,7 +115,7 @@ def test_the_brief_does_not_show_a_replaced_value_unmarked(changed_in_passing):
 
 
 def test_a_question_about_the_value_gets_the_newer_one_first(changed_in_passing):
-    injected = changed_in_passing.ask("what is the payment gateway timeout now?")
+    injected = without_headers(changed_in_passing.ask("what is the payment gateway timeout now?"))
     assert "PAYMENT_GATEWAY_TIMEOUT = 45" in injected
     if re.search(r"\b30\b", injected):  # the older value may be shown, but only as replaced
         newer_first = injected.index("45") < injected.index("30")
