@@ -4,6 +4,7 @@ working lexically with `recall doctor` saying why."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import math
@@ -23,7 +24,7 @@ from memory_store import open_recall
 from memory_store.core import jobs
 from memory_store.shells.cli import app
 from memory_store.core.config import Config, EmbeddingConfig
-from memory_store.core.embed import DEFAULT_DIM, DEFAULT_MODEL, load_embedder
+from memory_store.core.embed import DEFAULT_DIM, DEFAULT_MODEL, batches, load_embedder
 from memory_store.core.records import MemoryDraft
 from memory_store.shared.paths import DataPaths
 from memory_store.api import Recall
@@ -107,6 +108,23 @@ def test_vectors_are_unit_length_float32_and_in_the_callers_order(embedder):
         # batched in length order internally, returned in the caller's order
         assert floats(vector) == pytest.approx(floats(embedder.embed_query(text)), abs=1e-4)
     assert embedder.embed([]) == []
+
+
+def test_model_calls_are_bounded_by_texts_and_by_characters():
+    """onnxruntime keeps the memory of its largest call: long texts go a few at a time, short ones up to
+    batch_size, in order, every text once."""
+    assert batches([10] * 40, 16, 4000) == [(0, 16), (16, 32), (32, 40)]
+    assert batches([100, 200, 300] + [1000] * 6, 16, 4000) == [(0, 4), (4, 8), (8, 9)]
+    assert batches([5000, 5000], 16, 4000) == [(0, 1), (1, 2)]  # a text longer than the budget still goes, alone
+    assert batches([], 16, 4000) == []
+
+
+def test_long_texts_in_small_calls_give_the_same_vectors(embedder):
+    texts = [("the deploy pipeline rotates keys in stage %d. " % n) * 25 for n in range(6)] + ["short one"]
+    small_calls = copy.copy(embedder)  # the same loaded model (a second copy would cost the suite ~100 MB)
+    small_calls.cfg = embedder.cfg.model_copy(update={"batch_chars": 1000})
+    for mine, theirs in zip(small_calls.embed(texts), embedder.embed(texts)):
+        assert floats(mine) == pytest.approx(floats(theirs), abs=1e-4)
 
 
 NO_NETWORK_SCRIPT = r"""

@@ -41,6 +41,20 @@ class EmbeddingUnavailable(Exception):
     """The model cannot be loaded here; recall keeps working lexically."""
 
 
+def batches(lengths: list[int], most: int, chars: int) -> list[tuple[int, int]]:
+    """(start, end) of consecutive model calls over texts of these lengths: at most `most` texts each, and as many
+    as fit `chars` counted as the call's longest text times its texts (a call is padded to its longest)."""
+    found, start = [], 0
+    while start < len(lengths):
+        end, longest = start + 1, lengths[start]
+        while end < len(lengths) and end - start < most and max(longest, lengths[end]) * (end - start + 1) <= chars:
+            longest = max(longest, lengths[end])
+            end += 1
+        found.append((start, end))
+        start = end
+    return found
+
+
 class Embedder:
     """A loaded embedding model. `embed` returns L2-normalised float32 vectors as bytes
     (the format sqlite-vec reads), `dim` their length."""
@@ -74,7 +88,10 @@ class Embedder:
     def _vectors(self, texts: list[str]):
         np = self._np
         clipped = [t[: self.cfg.max_chars] for t in texts]
-        matrix = np.asarray(list(self._model.embed(clipped, batch_size=self.cfg.batch_size)), dtype=np.float32)
+        rows = []
+        for start, end in batches([len(t) for t in clipped], self.cfg.batch_size, self.cfg.batch_chars):
+            rows.extend(self._model.embed(clipped[start:end], batch_size=end - start))
+        matrix = np.asarray(rows, dtype=np.float32)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return matrix / norms
@@ -171,7 +188,7 @@ _loaded: dict[tuple, Embedder] = {}
 def load_embedder(cfg: EmbeddingConfig, cache_dir: Path | None = None) -> Embedder:
     """The model for `cfg`, loaded once per process (a load costs ~0.7 s and ~100 MB). The shipped
     model never touches `cache_dir`, so every data dir shares one copy of it."""
-    key = (cfg.model, cfg.threads, cfg.batch_size, cfg.max_chars,
+    key = (cfg.model, cfg.threads, cfg.batch_size, cfg.batch_chars, cfg.max_chars,
            None if cfg.model == DEFAULT_MODEL else str(cache_dir))
     with _register_lock:
         embedder = _loaded.get(key)
