@@ -36,7 +36,10 @@ def browser():
             pytest.fail("the viewer test needs Playwright and Debian's chromium (.ci/run installs both)")
         pytest.skip("Playwright or chromium not installed")
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        # One browser process, not a dozen (zygotes, GPU, network, renderers): the suite's memory peaks while this
+        # test runs, and the page needs none of them to be checked.
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM,
+                                              args=["--no-sandbox", "--disable-gpu", "--no-zygote", "--single-process"])
         try:
             yield chromium
         finally:
