@@ -39,7 +39,7 @@ def test_nearest_matches_the_index_and_follows_other_processes(backend, home):
 
     reader = open_recall(home)
     embedder = reader.models.load_embedder()
-    recent = RecentVectors(8, embedder.dim)
+    recent = RecentVectors(8, embedder.dim, whole_up_to=0)  # a big store's window
     reader.store.keep_recent_vectors(recent)
     assert old[0] not in recent.row_of  # older than the window: the index answers for it
     query = embedder.embed_query("why does deploying to staging time out?")
@@ -90,7 +90,7 @@ def test_all_time_searches_use_ram_until_an_older_vector_exists(backend, home):
     ids = fill(writer, "/p/a", TEXTS, now - DAY)
     reader = open_recall(home)
     embedder = reader.models.load_embedder()
-    recent = RecentVectors(8, embedder.dim)
+    recent = RecentVectors(8, embedder.dim, whole_up_to=0)
     reader.store.keep_recent_vectors(recent)
     assert recent.covers(None)
     query = embedder.embed_query("the deploy script timing out on staging")
@@ -102,6 +102,27 @@ def test_all_time_searches_use_ram_until_an_older_vector_exists(backend, home):
     assert not recent.covers(None) and recent.covers(now - 7 * DAY)
     reader.close()
     writer.close()
+
+
+def test_a_small_store_is_held_whole(backend, home):
+    """Up to whole_up_to memories RAM holds every vector, however old, and answers all-time searches as the
+    index does; a bigger store keeps only its window."""
+    now = time.time()
+    recall = open_recall(home)
+    fill(recall, "/p/a", TEXTS, now - DAY)
+    old = fill(recall, "/p/a", ["the deploy script timed out on staging a year ago"], now - 365 * DAY)
+    embedder = recall.models.load_embedder()
+    whole = RecentVectors(8, embedder.dim, whole_up_to=len(TEXTS) + 1)
+    recall.store.keep_recent_vectors(whole)
+    assert old[0] in whole.row_of and whole.covers(None)
+    query = embedder.embed_query("deploy script timing out on staging")
+    in_ram = recall.store.nearest(query, 3, "/p/a", None, None)
+    on_disk = recall.store._index_nearest([query], 3, "/p/a", None, None)[0]
+    assert set(in_ram) == set(on_disk) and old[0] in in_ram
+    windowed = RecentVectors(8, embedder.dim, whole_up_to=len(TEXTS))
+    recall.store.keep_recent_vectors(windowed)
+    assert old[0] not in windowed.row_of and not windowed.covers(None) and windowed.covers(now - 7 * DAY)
+    recall.close()
 
 
 def test_nearest_each_of_some_kinds(backend, home):

@@ -8,8 +8,8 @@ dictionary lookup.
 
 Only memories created within `days` are held (the warm window and a margin: a week of heavy use
 is ~15 MB); a search reaching further back (an explicit reference to the past, `recall search`)
-goes to the backend's index, unless no memory is older than that (a young store: RAM then holds every
-vector). Each vector's kind is kept beside it, so a search for statements skips tool outputs before
+goes to the backend's index, unless RAM holds every vector: in a store of at most WHOLE_UP_TO memories
+(~31 MB of vectors), or a young one (no memory older than the window). Each vector's kind is kept beside it, so a search for statements skips tool outputs before
 the product. The copy follows the database through a log every vector write appends to (the
 backend's VectorFeed: sqlite/vectors.py, postgres/feed.py): `sync` reads what was logged since the last
 sync, so vectors written by another process (an import, a forget, a teammate) are picked up too, and a
@@ -42,16 +42,22 @@ class VectorFeed(Protocol):
 
     def has_vector_before(self, moment: float) -> bool: ...
 
+    def count_memories(self, most: int) -> int: ...  # memories here, counted up to `most` (cheap on a big store)
 
+
+# A store this small is held whole, whatever its memories' age: an all-time search (`recall search`) then reads RAM
+# as the prompt's does (10k memories: sqlite-vec scans them in ~7 ms, numpy in under 1 ms; 20k vectors are ~31 MB).
+WHOLE_UP_TO = 20_000
 SYNC_SECONDS = 0.05  # a search sees vectors written elsewhere this fresh (the worker's own: at once)
 RELOAD_AFTER = DAY  # the window slides: reload (dropping what aged out) this often
 ARRAYS = ("matrix", "ids", "created", "project_codes", "kind_codes", "alive")  # one row per vector
 
 
 class RecentVectors:
-    def __init__(self, days: float, dim: int):
+    def __init__(self, days: float, dim: int, whole_up_to: int = WHOLE_UP_TO):
         self.days = days
         self.dim = dim
+        self.whole_up_to = whole_up_to
         self.lock = threading.RLock()
         self.loaded = False
         self.start = 0.0  # vectors of memories created from here on are all held
@@ -102,6 +108,8 @@ class RecentVectors:
         seq = index.last_change()
         self.loaded_at = time.time()
         self.start = self.loaded_at - self.days * DAY
+        if self.whole_up_to and index.count_memories(self.whole_up_to + 1) <= self.whole_up_to:
+            self.start = 0.0  # a small store: every vector
         rows = index.rows_since(self.start)
         self._clear(max(64, int(len(rows) * 1.25)))
         for row in rows:

@@ -63,3 +63,6 @@ class PgVectorFeed:
 
     def has_vector_before(self, moment: float) -> bool:
         return self.store.db.one("SELECT 1 FROM memories WHERE created_at < ? LIMIT 1", (float(moment),)) is not None
+
+    def count_memories(self, most: int) -> int:
+        return self.store.db.value("SELECT count(*) FROM (SELECT 1 FROM memories LIMIT ?) AS counted", (int(most),))

@@ -158,6 +158,9 @@ class VectorIndex:
         return self.conn.execute("SELECT 1 FROM memories WHERE created_at < ? LIMIT 1", (float(moment),)).fetchone() \
             is not None
 
+    def count_memories(self, most: int) -> int:
+        return self.conn.execute("SELECT count(*) FROM (SELECT 1 FROM memories LIMIT ?)", (int(most),)).fetchone()[0]
+
     def get(self, memory_id: int) -> bytes | None:
         row = self.conn.execute(f"SELECT embedding FROM {TABLE} WHERE memory_id = ?", (memory_id,)).fetchone()
         return row[0] if row else None
