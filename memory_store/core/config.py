@@ -198,7 +198,7 @@ class EmbeddingConfig(_Section):
     threads: int | None = Field(None, ge=1, description="onnxruntime threads (None: all cores).")
     batch_size: int = Field(16, ge=1, description="Texts per model call at most (small batches pad less).")
     batch_chars: int = Field(
-        4000, ge=50, description="...and at most this many characters per call, counted as the longest text times the "
+        4000, ge=50, description="At most this many characters per model call, counted as its longest text times its "
         "texts: onnxruntime keeps the memory of its largest call for the life of the process (16 texts of 1,000 "
         "characters left the worker at 850 MB, 4 of them at 400 MB, at the same speed).")
     max_chars: int = Field(1000, ge=50, description="Text beyond this is not embedded (the model sees 256 tokens).")

@@ -9,11 +9,12 @@ dictionary lookup.
 Only memories created within `days` are held (the warm window and a margin: a week of heavy use
 is ~15 MB); a search reaching further back (an explicit reference to the past, `recall search`)
 goes to the backend's index, unless RAM holds every vector: in a store of at most WHOLE_UP_TO memories
-(~31 MB of vectors), or a young one (no memory older than the window). Each vector's kind is kept beside it, so a search for statements skips tool outputs before
-the product. The copy follows the database through a log every vector write appends to (the
-backend's VectorFeed: sqlite/vectors.py, postgres/feed.py): `sync` reads what was logged since the last
-sync, so vectors written by another process (an import, a forget, a teammate) are picked up too, and a
-forgotten memory's vector leaves RAM with its row. The worker's embedding thread syncs after each
+(~31 MB of vectors), or a young one (no memory older than the window). Each vector's kind is kept beside
+it, so a search for statements skips tool outputs before the product. The copy follows the database
+through a log every vector write appends to (the backend's VectorFeed: sqlite/vectors.py,
+postgres/feed.py): `sync` reads what was logged since the last sync, so vectors written by another
+process (an import, a forget, a teammate) are picked up too, and a forgotten memory's vector leaves RAM
+with its row. The worker's embedding thread syncs after each
 batch; searches sync at most every SYNC_SECONDS.
 """
 
