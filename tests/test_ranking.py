@@ -31,12 +31,43 @@ def window_dates(text):
     ("the December party", (date(2025, 12, 1), date(2026, 1, 1))),
     ("what happened in 2021", (date(2021, 1, 1), date(2022, 1, 1))),
     ("what did we do yesterday", (date(2026, 11, 20), date(2026, 11, 22))),
+    # a weekday: that day and half a day either side (time zones, work reported the next morning); NOW: a Sunday noon
+    ("what did we change last Friday?", (date(2026, 11, 19), date(2026, 11, 21))),
+    ("the fix we merged on Monday", (date(2026, 11, 15), date(2026, 11, 17))),
+    ("what broke last Sunday", (date(2026, 11, 14), date(2026, 11, 16))),  # "last": not today
+    ("what did we decide on Sunday", (date(2026, 11, 21), date(2026, 11, 22))),  # "on": today counts, up to now
+    ("the camping trip last year", None),  # often the speaker's own words, which the search then needs
+    ("the Monday deploy checklist", None),  # a bare weekday is a plan, not a date
     ("May I ask about the cache?", None),  # "May" alone is a verb
     ("February 30 2023", None),  # no such day
     ("how do we deploy?", None),
 ])
 def test_dates_and_relative_times(text, expected):
     assert window_dates(text) == expected
+
+
+def test_a_named_weekday_finds_that_days_work(home):
+    """"What did we change last Friday?" ranks the change made on Friday above the same kind of change on
+    another day: the day becomes the query's time window."""
+    from datetime import timedelta
+
+    from memory_store import open_recall
+    from memory_store.core.records import MemoryDraft
+
+    now = datetime(2026, 11, 25, 15, tzinfo=timezone.utc)  # a Wednesday
+    friday = datetime(2026, 11, 20, 11, tzinfo=timezone.utc)
+    recall = open_recall(home)
+    ids = {}
+    for name, at, text in (("monday", friday + timedelta(days=3), "Changed the deploy config: retries 3 -> 5."),
+                           ("friday", friday, "Changed the deploy config: timeout 30 -> 60."),
+                           ("before", friday - timedelta(days=6), "Changed the deploy config: region eu -> us.")):
+        draft = MemoryDraft(project="/p/app", session_id=name, kind="note", text=text, created_at=at.timestamp())
+        ids[name] = recall.store.record(f"evt-{name}", draft).memory_id
+    recall.embed_pending()
+    hits = recall.search("what did we change in the deploy config last Friday?", project="/p/app", touch=False,
+                         now=now.timestamp())
+    assert hits[0].id == ids["friday"], [h.text for h in hits]
+    recall.close()
 
 
 def test_terms_drop_stopwords_dates_and_fts_syntax():

@@ -1,8 +1,8 @@
 """Dates and relative times in a query, turned into a time window.
 
 "in July 2022", "16 November 2023", "Nov 3rd", "2024-05-03", "between August 11 and
-August 15 2023", "yesterday", "last week" … A memory is created when something is said,
-and people report events after they happen ("I went to Woodhaven last week"), so the
+August 15 2023", "last Friday", "yesterday", "last week" … A memory is created when something
+is said, and people report events after they happen ("I went to Woodhaven last week"), so the
 window reaches a little before the named time and a few weeks after it
 (`ranking.date_window_before_days` / `date_window_after_days` in the config).
 """
@@ -31,6 +31,10 @@ _FORMS = [re.compile(rf"\b{form}\b", re.IGNORECASE) for form in (
 
 
 _ISO = re.compile(r"\b((?:19|20)\d\d)-([01]\d)-([0-3]\d)\b")
+WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
+# "last Friday", "on Monday": the latest such day (today counts for "on", not for "last"); a bare weekday is too
+# often a plan ("the Monday deploy") to be read as a date.
+_WEEKDAY = re.compile(rf"\b(last|on|this past|past)\s+({'|'.join(WEEKDAYS)})\b", re.IGNORECASE)
 _YEAR_ALONE = re.compile(r"\b(?:in|of|during|since)\s+((?:19|20)\d\d)\b", re.IGNORECASE)
 
 # Relative phrases: (pattern, days back to the window start, days back to its end).
@@ -115,6 +119,13 @@ def find_window(text: str, now: float, before_days: float = 2, after_days: float
         end = max(f[1] for f in found)
         return TimeWindow(_to_ts(start) - before_days * DAY, _to_ts(end) + after_days * DAY,
                           any(f[2] for f in found), span)
+    weekday = _WEEKDAY.search(text)
+    if weekday:  # that day, with half a day either side for time zones and work reported the next morning
+        back = (now_dt.weekday() - WEEKDAYS[weekday.group(2).lower()]) % 7
+        if back == 0 and weekday.group(1).lower() != "on":
+            back = 7
+        day = _to_ts(datetime(now_dt.year, now_dt.month, now_dt.day) - timedelta(days=back))
+        return TimeWindow(day - 0.5 * DAY, min(day + 1.5 * DAY, now), True, weekday.span())
     for pattern, back_start, back_end in _RELATIVE:
         match = pattern.search(text)
         if match:
