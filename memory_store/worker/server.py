@@ -5,10 +5,11 @@ so they talk to this process instead. It:
 
 - takes an exclusive lock (`runtime/worker.lock`): a second worker for the same data dir
   exits at once, and a crashed worker's lock is released by the OS (no stale locks);
-- listens on a Unix socket (loopback TCP + token file on Windows), answering hook, search,
-  health, stats and shutdown requests (protocol.py has the framing);
+- listens on a Unix socket (loopback TCP + token file on Windows; worker/transport.py), answering
+  hook, search, health, stats and shutdown requests (protocol.py has the framing);
 - ingests the spool before it answers, so events stay in order;
-- loads the embedding model in the background and embeds queued memories in batches;
+- loads the embedding model in the background and embeds queued memories in batches
+  (worker/embedding.py);
 - exits `idle_timeout_minutes` after the last request and the last Claude Code session it served
   (worker/sessions.py: never under an open session), when its data dir disappears or another worker took
   its socket, and on SIGTERM.
@@ -32,58 +33,21 @@ import traceback
 
 from ..version import __version__
 from ..api import Recall
-from ..core import inject, jobs, stages
+from ..core import inject, stages
 from ..core.config import config_problems, load_config
-from ..core.embed import EmbeddingUnavailable, load_embedder
 from ..core.router import BadEvent
 from ..core.search import SHOWN
-from ..core.storage import StorageUnavailable, open_store
+from ..core.storage import StorageUnavailable
 from ..shared import protocol, spool
 from ..shared.database_url import database_url
-from ..shared.files import acquire_lock, atomic_write, ensure_private_dir
+from ..shared.files import acquire_lock, ensure_private_dir
 from ..shared.logs import JsonLog
-from ..shared.paths import DataPaths, database_env_fingerprint, private_dir_is_ours
+from ..shared.paths import DataPaths, database_env_fingerprint
 from ..shared.payload import BadPayload, parse_payload
+from . import embedding, transport
 from .sessions import OpenSessions
 
 WATCH_INTERVAL = 2.0  # seconds between idle/ownership checks (less for a shorter idle timeout)
-EMBED_AFTER_QUIET_SECONDS = 0.3  # background embedding waits for this long without requests…
-EMBED_AT_LEAST_EVERY_SECONDS = 2.0  # …but never starves under a steady stream of hooks
-PRUNE_EVERY_SECONDS = 900  # trivial memories that left the hot tier are pruned this often (core/strength.py)
-RECENT_VECTORS_MARGIN_DAYS = 1  # RAM holds the warm window's vectors and this much more (recent_vectors.py)
-STORAGE_RETRY_SECONDS = 5.0  # background work waits this long when the shared database cannot be reached
-
-
-class _Handler(socketserver.BaseRequestHandler):
-    def handle(self) -> None:
-        worker: Worker = self.server.worker  # type: ignore[attr-defined]
-        sock = self.request
-        try:
-            deadline = time.monotonic() + 30
-            line, rest = protocol.recv_line(sock, deadline)
-            header = json.loads(line)
-            if not isinstance(header, dict):
-                raise ValueError("request header is not an object")
-            body = protocol.recv_exact(sock, int(header.get("body") or 0), rest, deadline)
-            answer = worker.answer(header, body)
-        except Exception as exc:
-            worker.failed("bad_request", f"{type(exc).__name__}: {exc}")
-            answer = protocol.encode({"ok": False, "error": str(exc)})
-        try:
-            sock.sendall(answer)
-        except OSError:
-            pass  # the hook gave up waiting; it has spooled the event, and the event id dedups it
-
-
-class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
-    request_queue_size = 64
-
-
-class _TcpServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
-    daemon_threads = True
-    request_queue_size = 64
-    allow_reuse_address = False
 
 
 class Worker:
@@ -264,68 +228,7 @@ class Worker:
     # --- background work --------------------------------------------------------------------------
 
     def embed_loop(self) -> None:
-        """Load the model, then keep the embedding queue empty."""
-        try:
-            embedder = load_embedder(self.config.embedding, self.paths.home / "models")
-        except EmbeddingUnavailable as exc:
-            self.model_state = f"unavailable: {exc}"
-            self.log.warning("model_unavailable", reason=str(exc))
-            return
-        except Exception as exc:
-            self.model_state = f"unavailable: {type(exc).__name__}: {exc}"
-            self.failed("model_failed", str(exc))
-            return
-        self.recall.models.set_embedder(embedder)
-        self.model_state = "ready"
-        self.log.info("model_ready", model=embedder.name, dim=embedder.dim)
-        background = open_store(self.paths, self.config)  # its own connection: never blocks requests
-        try:
-            while not self.stop_event.is_set():
-                try:
-                    self._prepare_vectors(background, embedder)
-                    break
-                except StorageUnavailable:
-                    self.stop_event.wait(STORAGE_RETRY_SECONDS)
-            self._embed_rounds(background, embedder)
-        except Exception as exc:
-            self.failed("embed_failed", f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(limit=3))
-        finally:
-            background.close()
-
-    def _prepare_vectors(self, background, embedder) -> None:
-        background.ensure_vector_index(embedder.name, embedder.dim)
-        recent = background.recent_vectors_cache(self.config.tiers.warm_window_days + RECENT_VECTORS_MARGIN_DAYS,
-                                                 embedder.dim)
-        if recent is not None:
-            self.recall.store.keep_recent_vectors(recent)
-            self.log.info("recent_vectors_loaded", vectors=len(recent.row_of), mb=round(recent.nbytes() / 1e6, 1))
-
-    def _embed_rounds(self, background, embedder) -> None:
-        last_round = time.monotonic()
-        last_prune = 0.0
-        while not self.stop_event.is_set():
-            # Embed in the gaps between hooks: a burst of hooks (a turn's tool calls) should
-            # not share two cores with the model; a memory that is needed sooner is embedded
-            # on the spot by the search that wants it.
-            now = time.monotonic()
-            quiet = now - self.last_request
-            if quiet < EMBED_AFTER_QUIET_SECONDS and now - last_round < EMBED_AT_LEAST_EVERY_SECONDS:
-                self.stop_event.wait(EMBED_AFTER_QUIET_SECONDS - quiet)
-                continue
-            last_round = now
-            try:
-                done = jobs.embed_pending(background, embedder, max_batches=1)
-                if done:
-                    background.sync_recent_vectors()
-                elif now - last_prune > PRUNE_EVERY_SECONDS:
-                    last_prune = now
-                    jobs.prune_trivial(background, time.time())
-            except StorageUnavailable:  # the shared database is away: try again later
-                self.stop_event.wait(STORAGE_RETRY_SECONDS)
-                continue
-            if not done:
-                self.work_event.wait(timeout=5.0)
-                self.work_event.clear()
+        embedding.run(self)
 
     def watch(self) -> None:
         """Store what waits in the spool; exit when idle, when the data dir is gone, or when the socket is no
@@ -335,14 +238,10 @@ class Worker:
             if not self.paths.home.is_dir():
                 self.log.info("home_gone")
                 break
-            if not protocol.USE_TCP:
-                try:
-                    if os.stat(self.paths.worker_socket).st_ino != self.socket_inode:
-                        self.log.info("socket_taken")
-                        break
-                except FileNotFoundError:
-                    self.log.info("socket_gone")
-                    break
+            lost = transport.socket_lost(self.paths, self.socket_inode)
+            if lost:
+                self.log.info(lost)
+                break
             if spool.pending(self.paths.spool):  # e.g. events kept while the shared database was away
                 try:
                     self.ingest_spool()
@@ -370,34 +269,10 @@ class Worker:
 
     # --- main -------------------------------------------------------------------------------------
 
-    def bind(self) -> socketserver.BaseServer:
-        if protocol.USE_TCP:
-            server = _TcpServer(("127.0.0.1", 0), _Handler)
-            port = server.server_address[1]
-            atomic_write(self.paths.worker_endpoint, f"{port} {self.token}")
-        else:
-            path = self.paths.worker_socket
-            ensure_private_dir(path.parent)
-            if not private_dir_is_ours(str(path.parent)):
-                raise RuntimeError(f"{path.parent} is not a private directory of this user: refusing to listen there")
-            try:
-                path.unlink()  # stale: we hold the lock, so no live worker owns it
-            except FileNotFoundError:
-                pass
-            server = _UnixServer(str(path), _Handler, bind_and_activate=False)
-            old_umask = os.umask(0o177)
-            try:
-                server.server_bind()
-            finally:
-                os.umask(old_umask)
-            server.server_activate()
-            self.socket_inode = os.stat(path).st_ino
-        server.worker = self  # type: ignore[attr-defined]
-        return server
-
     def serve(self) -> None:
         self.ingest_spool()
-        self.server = server = self.bind()
+        self.server, self.socket_inode = transport.listen(self, self.paths, self.token)
+        server = self.server
         for done_with in (self.paths.worker_starting, self.paths.worker_failed,
                           self.paths.runtime / "notified-worker-failed"):
             try:
@@ -414,12 +289,7 @@ class Worker:
             self.cleanup()
 
     def cleanup(self) -> None:
-        if not protocol.USE_TCP:
-            try:
-                if os.stat(self.paths.worker_socket).st_ino == self.socket_inode:
-                    self.paths.worker_socket.unlink()
-            except FileNotFoundError:
-                pass
+        transport.remove_socket(self.paths, self.socket_inode)
         for path in (self.paths.worker_pid, self.paths.worker_endpoint):
             try:
                 path.unlink()

@@ -1,0 +1,84 @@
+"""The worker's background embedding: load the model (never on a request), hold the recent vectors in RAM, then
+embed queued memories in the gaps between hooks and prune trivial ones now and then."""
+
+from __future__ import annotations
+
+import time
+import traceback
+
+from ..core import jobs
+from ..core.embed import EmbeddingUnavailable, load_embedder
+from ..core.storage import StorageUnavailable, open_store
+
+EMBED_AFTER_QUIET_SECONDS = 0.3  # background embedding waits for this long without requests…
+EMBED_AT_LEAST_EVERY_SECONDS = 2.0  # …but never starves under a steady stream of hooks
+PRUNE_EVERY_SECONDS = 900  # trivial memories that left the hot tier are pruned this often (core/strength.py)
+RECENT_VECTORS_MARGIN_DAYS = 1  # RAM holds the warm window's vectors and this much more (recent_vectors.py)
+STORAGE_RETRY_SECONDS = 5.0  # background work waits this long when the shared database cannot be reached
+
+
+def run(worker) -> None:
+    """Load the model, then keep the embedding queue empty."""
+    try:
+        embedder = load_embedder(worker.config.embedding, worker.paths.home / "models")
+    except EmbeddingUnavailable as exc:
+        worker.model_state = f"unavailable: {exc}"
+        worker.log.warning("model_unavailable", reason=str(exc))
+        return
+    except Exception as exc:
+        worker.model_state = f"unavailable: {type(exc).__name__}: {exc}"
+        worker.failed("model_failed", str(exc))
+        return
+    worker.recall.models.set_embedder(embedder)
+    worker.model_state = "ready"
+    worker.log.info("model_ready", model=embedder.name, dim=embedder.dim)
+    background = open_store(worker.paths, worker.config)  # its own connection: never blocks requests
+    try:
+        while not worker.stop_event.is_set():
+            try:
+                _prepare_vectors(worker, background, embedder)
+                break
+            except StorageUnavailable:
+                worker.stop_event.wait(STORAGE_RETRY_SECONDS)
+        _embed_rounds(worker, background, embedder)
+    except Exception as exc:
+        worker.failed("embed_failed", f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(limit=3))
+    finally:
+        background.close()
+
+
+def _prepare_vectors(worker, background, embedder) -> None:
+    background.ensure_vector_index(embedder.name, embedder.dim)
+    recent = background.recent_vectors_cache(worker.config.tiers.warm_window_days + RECENT_VECTORS_MARGIN_DAYS,
+                                             embedder.dim)
+    if recent is not None:
+        worker.recall.store.keep_recent_vectors(recent)
+        worker.log.info("recent_vectors_loaded", vectors=len(recent.row_of), mb=round(recent.nbytes() / 1e6, 1))
+
+
+def _embed_rounds(worker, background, embedder) -> None:
+    last_round = time.monotonic()
+    last_prune = 0.0
+    while not worker.stop_event.is_set():
+        # Embed in the gaps between hooks: a burst of hooks (a turn's tool calls) should
+        # not share two cores with the model; a memory that is needed sooner is embedded
+        # on the spot by the search that wants it.
+        now = time.monotonic()
+        quiet = now - worker.last_request
+        if quiet < EMBED_AFTER_QUIET_SECONDS and now - last_round < EMBED_AT_LEAST_EVERY_SECONDS:
+            worker.stop_event.wait(EMBED_AFTER_QUIET_SECONDS - quiet)
+            continue
+        last_round = now
+        try:
+            done = jobs.embed_pending(background, embedder, max_batches=1)
+            if done:
+                background.sync_recent_vectors()
+            elif now - last_prune > PRUNE_EVERY_SECONDS:
+                last_prune = now
+                jobs.prune_trivial(background, time.time())
+        except StorageUnavailable:  # the shared database is away: try again later
+            worker.stop_event.wait(STORAGE_RETRY_SECONDS)
+            continue
+        if not done:
+            worker.work_event.wait(timeout=5.0)
+            worker.work_event.clear()

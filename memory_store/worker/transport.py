@@ -1,0 +1,91 @@
+"""The worker's socket: a Unix socket in a private directory of this user (loopback TCP and a token file on
+Windows), one thread per request. shared/protocol.py has the framing; worker/server.Worker answers."""
+
+from __future__ import annotations
+
+import json
+import os
+import socketserver
+import time
+
+from ..shared import protocol
+from ..shared.files import atomic_write, ensure_private_dir
+from ..shared.paths import DataPaths, private_dir_is_ours
+
+
+class _Handler(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        worker = self.server.worker  # type: ignore[attr-defined]  # worker/server.Worker
+        sock = self.request
+        try:
+            deadline = time.monotonic() + 30
+            line, rest = protocol.recv_line(sock, deadline)
+            header = json.loads(line)
+            if not isinstance(header, dict):
+                raise ValueError("request header is not an object")
+            body = protocol.recv_exact(sock, int(header.get("body") or 0), rest, deadline)
+            answer = worker.answer(header, body)
+        except Exception as exc:
+            worker.failed("bad_request", f"{type(exc).__name__}: {exc}")
+            answer = protocol.encode({"ok": False, "error": str(exc)})
+        try:
+            sock.sendall(answer)
+        except OSError:
+            pass  # the hook gave up waiting; it has spooled the event, and the event id dedups it
+
+
+class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    request_queue_size = 64
+
+
+class _TcpServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    daemon_threads = True
+    request_queue_size = 64
+    allow_reuse_address = False
+
+
+def listen(worker, paths: DataPaths, token: str) -> tuple[socketserver.BaseServer, int | None]:
+    """A server bound where hooks look for `worker` (with `answer` and `failed`), and the socket file's inode
+    (None on TCP): whether the socket is still ours is checked by it."""
+    inode = None
+    if protocol.USE_TCP:
+        server = _TcpServer(("127.0.0.1", 0), _Handler)
+        port = server.server_address[1]
+        atomic_write(paths.worker_endpoint, f"{port} {token}")
+    else:
+        path = paths.worker_socket
+        ensure_private_dir(path.parent)
+        if not private_dir_is_ours(str(path.parent)):
+            raise RuntimeError(f"{path.parent} is not a private directory of this user: refusing to listen there")
+        try:
+            path.unlink()  # stale: the worker holds the lock, so no live worker owns it
+        except FileNotFoundError:
+            pass
+        server = _UnixServer(str(path), _Handler, bind_and_activate=False)
+        old_umask = os.umask(0o177)
+        try:
+            server.server_bind()
+        finally:
+            os.umask(old_umask)
+        server.server_activate()
+        inode = os.stat(path).st_ino
+    server.worker = worker  # type: ignore[attr-defined]
+    return server, inode
+
+
+def socket_lost(paths: DataPaths, inode: int | None) -> str | None:
+    """Why the socket is no longer this worker's ("socket_taken": another worker bound the path; "socket_gone"),
+    or None."""
+    if protocol.USE_TCP:
+        return None
+    try:
+        return "socket_taken" if os.stat(paths.worker_socket).st_ino != inode else None
+    except FileNotFoundError:
+        return "socket_gone"
+
+
+def remove_socket(paths: DataPaths, inode: int | None) -> None:
+    """Remove the socket file if it is still this worker's."""
+    if not protocol.USE_TCP and socket_lost(paths, inode) is None:
+        paths.worker_socket.unlink(missing_ok=True)
