@@ -287,9 +287,9 @@ def test_another_model_never_mixes_into_the_index_and_reindex_rebuilds(home, emb
     ("/nonexistent/sqlite-vec/vec0", "sqlite-vec failed to load from /nonexistent/sqlite-vec/vec0"),
 ], ids=["not-installed", "load-fails"])
 def test_without_sqlite_vec_recall_works_lexically_and_doctor_says_why(home, monkeypatch, extension, reason):
-    from memory_store.core.storage.sqlite import schema
+    from memory_store.core.storage.sqlite import connection
 
-    monkeypatch.setattr(schema, "vec_extension_path", lambda: extension)
+    monkeypatch.setattr(connection, "vec_extension_path", lambda: extension)
     store = open_recall(home)
     try:
         assert store.store.vector_error.startswith(reason) and store.store.vectors is None

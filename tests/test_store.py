@@ -12,7 +12,7 @@ import apsw
 import pytest
 
 from memory_store import open_recall
-from memory_store.core.storage.sqlite import schema as db
+from memory_store.core.storage.sqlite import connection, schema as db
 from memory_store.core.records import MemoryDraft
 from memory_store.shared.paths import DataPaths
 
@@ -39,7 +39,7 @@ def test_migrations_build_the_schema_and_record_the_version(store):
 
 def test_migrate_twice_is_a_no_op(home):
     os.makedirs(home)
-    conn = db.connect(DataPaths(home).db)
+    conn = connection.connect(DataPaths(home).db)
     assert db.migrate(conn) == len(db.MIGRATIONS)
     assert db.migrate(conn) == len(db.MIGRATIONS)
 
@@ -68,12 +68,12 @@ def test_files_are_private(store):
 
 def test_concurrent_writers_wait_instead_of_failing(home):
     a, b = open_recall(home), open_recall(home)
-    with db.write_transaction(a.store.db.conn):
+    with connection.write_transaction(a.store.db.conn):
         a.store.db.conn.execute("INSERT INTO sessions(session_id, project, started_at) VALUES ('x', '/p', 0)")
         b.store.db.conn.set_busy_timeout(50)
         with pytest.raises(apsw.BusyError):
             b.store.record("e1", draft("blocked"))
-    b.store.db.conn.set_busy_timeout(db.BUSY_TIMEOUT_MS)
+    b.store.db.conn.set_busy_timeout(connection.BUSY_TIMEOUT_MS)
     assert b.store.record("e1", draft("now it works")).created
 
 

@@ -13,7 +13,7 @@ from ...config import Config
 from ..database import SQLITE, Database
 from ..store import Store
 from ..term_frequency import TermFrequencies
-from . import schema
+from . import connection, schema
 from .embeddings import SqliteEmbeddings
 from .health import SqliteHealth
 from .search import SqliteSearch
@@ -31,7 +31,7 @@ def _sql_literal(text: str) -> str:
 class SqliteStore(SqliteSearch, SqliteEmbeddings, SqliteHealth, Store):
     backend = "sqlite"
     NEW_MEMORY_ID = NEXT_MEMORY_ID
-    DAMAGE = schema.DAMAGE  # errors that mean the file is no sound database (the worker moves it aside)
+    DAMAGE = connection.DAMAGE  # errors that mean the file is no sound database (the worker moves it aside)
 
     def __init__(self, paths: DataPaths, config: Config):
         self.paths = paths
@@ -39,10 +39,10 @@ class SqliteStore(SqliteSearch, SqliteEmbeddings, SqliteHealth, Store):
         self.log = JsonLog(paths.log_file, "store")
         conn = schema.open_database(paths.db)
         self.read_only = conn.readonly("main")  # a data dir that cannot be written: searched, never written
-        self.db = Database(conn, SQLITE, lambda: schema.write_transaction(conn))
+        self.db = Database(conn, SQLITE, lambda: connection.write_transaction(conn))
         self.owner = schema.local_user()
         self.OWNER = _sql_literal(self.owner)
-        self.vector_error = schema.load_vec(conn)
+        self.vector_error = connection.load_vec(conn)
         self.vectors = VectorIndex(conn) if self.vector_error is None else None
         self.recent_vectors = None
         self.term_frequencies = TermFrequencies()
@@ -56,6 +56,6 @@ class SqliteStore(SqliteSearch, SqliteEmbeddings, SqliteHealth, Store):
         returns where it went, or None when it is sound after all."""
         try:
             damaged = bool(self.integrity_problems())
-        except schema.DAMAGE:
+        except connection.DAMAGE:
             damaged = True
-        return str(schema.move_aside(self.paths.db, error)) if damaged else None
+        return str(connection.move_aside(self.paths.db, error)) if damaged else None
