@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .timeparse import WEEKDAYS
+
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
 
 # Words that carry no request: greetings, thanks, acknowledgements, fillers.
@@ -36,7 +38,7 @@ EXPLICIT_RECALL = re.compile(
     r"(?:we|i|you)\b|did (?:we|i|you) (?:decide|agree|settle|choose|pick|say|conclude|find|figure)|"
     r"(?:we|you|i) (?:decided|agreed|settled on|chose|discussed|said|talked about|figured out)|last time|the other day|"
     r"earlier (?:today|this week|we|you|i)|previously|a while (?:ago|back)|(?:last|this past|previous) "
-    r"(?:week|month|session|sprint|time|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
+    r"(?:week|month|session|sprint|time|year|" + "|".join(WEEKDAYS) + r")|"
     r"(?:yesterday|days? ago|weeks? ago|months? ago)|"
     r"as (?:we|you|i) (?:did|said|decided|discussed)|what was (?:the|that|our)|what were (?:the|our|those))",
     re.IGNORECASE,
