@@ -4,18 +4,28 @@
 #   $RECALL_PYTHON, the interpreter a previous hook recorded in the data dir (an absolute path:
 #   no pyenv/asdf shim, which costs ~130 ms), then python3, python and py -3 from PATH.
 # Returns the command's exit status, or 127 when no Python was found.
-with_python() {
+# known_python sets recall_python to the first two of those, without searching PATH; returns 1 when neither is set.
+known_python() {
+  recall_python=
   if [ -n "${RECALL_PYTHON:-}" ] && [ -x "$RECALL_PYTHON" ]; then
-    "$RECALL_PYTHON" -I -S "$@"
-    return $?
+    recall_python=$RECALL_PYTHON
+    return 0
   fi
   _recall_data="${RECALL_HOME:-${CLAUDE_PLUGIN_DATA:-}}"
   if [ -n "$_recall_data" ] && [ -r "$_recall_data/runtime/hook-python" ]; then
     IFS= read -r _recall_cached < "$_recall_data/runtime/hook-python"
     if [ -n "$_recall_cached" ] && [ -x "$_recall_cached" ]; then
-      "$_recall_cached" -I -S "$@"
-      return $?
+      recall_python=$_recall_cached
+      return 0
     fi
+  fi
+  return 1
+}
+
+with_python() {
+  if known_python; then
+    "$recall_python" -I -S "$@"
+    return $?
   fi
   for _recall_candidate in python3 python; do
     if command -v "$_recall_candidate" >/dev/null 2>&1; then
