@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -127,6 +128,19 @@ def test_long_texts_in_small_calls_give_the_same_vectors(embedder):
         assert floats(mine) == pytest.approx(floats(theirs), abs=1e-4)
 
 
+def test_calls_at_once_and_a_query_beside_its_search_give_the_same_vectors(embedder):
+    """Many texts go to `parallel` model calls at once, a query to a thread of its own: neither changes a vector."""
+    texts = [f"note {n}: the billing job retries {n} times before it pages someone" for n in range(40)]
+    one_by_one = copy.copy(embedder)
+    one_by_one.parallel, one_by_one._bulk = 1, None
+    assert embedder.parallel >= 1
+    for mine, theirs in zip(embedder.embed(texts), one_by_one.embed(texts)):
+        assert floats(mine) == pytest.approx(floats(theirs), abs=1e-4)
+    started = embedder.start_query("why does the billing job page someone?")
+    assert floats(started.result(timeout=30)) == pytest.approx(
+        floats(one_by_one.embed(["why does the billing job page someone?"])[0]), abs=1e-4)
+
+
 NO_NETWORK_SCRIPT = r"""
 import json, socket
 
@@ -196,6 +210,11 @@ class OtherModel:
 
     def embed(self, texts):
         return [self.embed_query(t) for t in texts]
+
+    def start_query(self, text):
+        done = Future()
+        done.set_result(self.embed_query(text))
+        return done
 
     def embed_query(self, text):
         digest = hashlib.sha256(text.encode()).digest()

@@ -105,12 +105,22 @@ def _judge(store: Store, models, prompt: str, project: str, session_id: str | No
     decision.searched, decision.window_days = True, window
     rcfg = cfg.ranking
     embedder = models.embedder
-    found = search.candidates(store, embedder, rcfg, prompt, rcfg.candidates, project,
-                              None if window is None else now - window * DAY, None, now)
-    with stage("rank"):
-        rows = [r for r in store.live_rows(found.fused) if r.id not in exclude_ids and in_scope(r.project, project)
+
+    def eligible(rows: list[Row]) -> list[Row]:
+        return [r for r in rows if r.id not in exclude_ids and in_scope(r.project, project)
                 and (session_id is None or r.session_id != session_id)]
-        ranked = search.score(rows, found, rcfg, now, cfg.strength)
+
+    def read_lexical_ahead(found: search.Candidates) -> None:
+        """While the prompt is embedded: the conversations of the best lexical candidates, which mostly stay
+        among the best after fusion (their episodes are built next)."""
+        with stage("ahead"):
+            best = sorted(found.lexical, key=found.lexical.get, reverse=True)[: cfg.gate.candidates]
+            read_ahead(store, [row.memory() for row in eligible(store.live_rows(best))])
+
+    found = search.candidates(store, embedder, rcfg, prompt, rcfg.candidates, project,
+                              None if window is None else now - window * DAY, None, now, meanwhile=read_lexical_ahead)
+    with stage("rank"):
+        ranked = search.score(eligible(store.live_rows(found.fused)), found, rcfg, now, cfg.strength)
     with stage("gate"):
         _weigh(store, decision, found, ranked, exclude_ids)
     with stage("versions"):

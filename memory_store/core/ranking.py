@@ -13,6 +13,7 @@ config.RankingConfig; the README explains how the defaults were measured.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import time
@@ -59,6 +60,7 @@ def words(text: str) -> list[str]:
     return [w.lower().replace("’", "'") for w in _WORD.findall(text)]
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a prompt checks a few thousand words, mostly the same ones
 def normalize_term(word: str) -> str:
     """A light stemmer for coverage checks (FTS5 applies the real Porter stemmer): "release",
     "releases", "released" and "releasing" all become "releas"."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Callable, Literal, get_args
 
 from . import ranking, sentences, strength, versions
 from .stages import stage
@@ -43,19 +43,26 @@ class Candidates:
 
 
 def candidates(store: Store, embedder, cfg: RankingConfig, query_text: str, n: int, project: str | None,
-               since: float | None, until: float | None, now: float) -> Candidates:
+               since: float | None, until: float | None, now: float,
+               meanwhile: Callable[[Candidates], None] | None = None) -> Candidates:
+    """The lexical and dense candidates of a query. `meanwhile(found)` runs once the words are searched, while the
+    query's embedding is still being computed: work the caller will want that does not need the meaning."""
     with stage("parse"):
         query = ranking.parse_query(query_text, now, cfg)
-    vector = None
-    if cfg.fusion != "fts" and store.dense_ready(embedder):
-        with stage("embed"):
-            vector = embedder.embed_query(query_text)
-    found = Candidates(query, vector)
+    # The model embeds the query on another core while the words are searched (Embedder.start_query).
+    embedding = embedder.start_query(query_text) if cfg.fusion != "fts" and store.dense_ready(embedder) else None
+    found = Candidates(query, None)
     lexical = cfg.fusion != "dense" and bool(query.terms)
     if lexical:
         with stage("lexical"):
             required = store.selective_terms(query.terms, project)
             found.lexical = store.lexical_candidates(query.terms, required, n, project, since, until)
+    vector = None
+    if embedding is not None:
+        if meanwhile is not None:
+            meanwhile(found)
+        with stage("embed"):  # what is left of it
+            vector = found.vector = embedding.result()
     if vector is not None:
         with stage("vector"):
             found.dense = store.nearest(vector, n, project, since, until)
