@@ -179,7 +179,7 @@ def test_a_big_store_leaves_its_most_common_words_out_of_the_lexical_search(stor
     store.store.record_many(filler + [("rare", draft("the rugosun importer now streams its uploads", at=now), None)])
 
     assert store.store.selective_terms(["deploy", "rugosun", "importer"], "/p/one") == ["rugosun", "importer"]
-    assert store.store.selective_terms(["deploy", "finished"], "/p/one") == ["deploy", "finished"]  # all common: all kept
+    assert store.store.selective_terms(["deploy", "finished"], "/p/one") == []  # all common: none tells them apart
     hits = store.search("deploy the rugosun importer", limit=3)
     assert hits and "rugosun" in hits[0].text
 
@@ -197,6 +197,27 @@ def test_a_big_store_leaves_its_most_common_words_out_of_the_lexical_search(stor
 
     store.store.config.ranking.common_term_share = 0.0  # the setting turns it off
     assert store.store.selective_terms(["deploy", "rugosun"], "/p/one") == ["deploy", "rugosun"]
+
+
+def test_a_query_of_common_words_matches_what_holds_them_all_first(store):
+    """Every word common (a big store): the memories holding all of them are the lexical candidates, and those holding
+    any come in only when too few hold all."""
+    from memory_store.core.storage.term_frequency import MIN_MEMORIES
+
+    now = time.time()
+    rows = [(f"e{i}", draft(f"deploy {i} of service s{i % 40} finished in {i % 90} s" if i % 4 else
+                            f"build {i} of service s{i % 40} finished in {i % 90} s", at=now - 5000 + i), None)
+            for i in range(MIN_MEMORIES + 100)]
+    store.store.record_many(rows)
+    assert store.store.selective_terms(["deploy", "build", "finished"], "/p/one") == []
+    both = store.store.lexical_candidates(["deploy", "finished"], [], 10, "/p/one", None, None)
+    assert len(both) == 10
+    texts = {m.id: m.text for m in store.store.get(list(both))}
+    assert all("deploy" in t and "finished" in t for t in texts.values())
+    # No memory holds "deploy" and "build" both: those holding either fill the list, best first.
+    either = store.store.lexical_candidates(["deploy", "build"], [], 10, "/p/one", None, None)
+    assert len(either) == 10
+    assert either == store.store.lexical_candidates(["deploy", "build"], None, 10, "/p/one", None, None)
 
 
 def test_a_small_store_searches_every_word(store):
