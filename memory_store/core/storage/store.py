@@ -69,13 +69,15 @@ class Store(Memories, Sessions, Sharing, Places, Upkeep, RamVectors, ABC):
 
     @abstractmethod
     def selective_terms(self, terms: list[str], project: str | None) -> list[str]:
-        """The query terms a lexical match in `project` must hold one of (storage/term_frequency.py)."""
+        """The query terms a lexical match in `project` must hold one of (storage/term_frequency.py); none (an
+        empty list) when every one is common there."""
 
     @abstractmethod
     def lexical_candidates(self, terms: list[str], required: list[str] | None, n: int, project: str | None,
                            since: float | None, until: float | None) -> dict[int, float]:
         """memory id -> BM25 score (higher is better) of the n best matches among live memories of `project`
-        and the global ones: those holding any of `terms` (one of `required`, if given), scored by all."""
+        and the global ones: those holding any of `terms` (one of `required`, if given), scored by all. An empty
+        `required` (every term common) lets a backend first match what holds them all (SQLite does, over all time)."""
 
     @abstractmethod
     def indexed_texts(self, project: str) -> list[tuple[str, str, str]]:
