@@ -101,7 +101,7 @@ class Recall:
         captured, no access count changes). Returns a core.gate.Decision and the lines it would inject."""
         from .core import inject, tiers
 
-        decision = gate.judge(self.store, self.models, prompt, project, None, now)
+        decision = gate.judge(self.store, self.models, prompt, project, None, now, complete=True)
         items = tiers.warm_items(self.store, decision, project)
         block, _ids = inject.render_block(items, "Possibly relevant to this prompt:", self.config.inject.budget_chars,
                                           self.config.inject.max_item_chars, now)

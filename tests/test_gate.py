@@ -132,6 +132,26 @@ def test_explain_is_a_dry_run_with_reasons(recall, demo, home):
     assert text.exit_code == 0 and "instruction" in text.stdout and "nothing injected" in text.stdout
 
 
+def test_the_hook_stops_judging_once_it_has_taken_enough_and_decides_as_a_full_judgement_would(recall, demo):
+    """The prompt path judges candidates best-ranked first and stops once `warm_top_k` are taken (nothing after them
+    could be); `recall explain` judges them all. Both take the same memories."""
+    from memory_store.core import gate
+
+    demo.session(HANG)
+    demo.session(("the integration tests in CI hang after they pass", "Same cause as before: the postgres container "
+                  "keeps docker compose up waiting; --abort-on-container-exit in ci/run-integration.sh fixes it."))
+    for n in range(6):
+        demo.session((f"what does the nightly CI job {n} run?", f"Job {n} runs the unit tests, then the integration "
+                      f"tests against postgres {12 + n}, then uploads coverage."))
+    question = "why did the CI pipeline get stuck after the integration stage?"
+    hook = gate.judge(recall.store, recall.models, question, demo.path, None, demo.clock)
+    full = gate.judge(recall.store, recall.models, question, demo.path, None, demo.clock, complete=True)
+    assert [c.memory.id for c in hook.taken] == [c.memory.id for c in full.taken]
+    assert len(hook.taken) == recall.config.tiers.warm_top_k
+    assert len(hook.candidates) < len(full.candidates)  # the rest were never judged
+    assert hook.candidates[-1].taken
+
+
 @pytest.mark.parametrize("prompt, kind", [
     ("morning!", "chat"),
     ("add docstrings to app/models.py", "instruction"),

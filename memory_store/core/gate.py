@@ -33,6 +33,10 @@ from .timeparse import DAY
 from .turns import Episode, episode, read_ahead
 from .embed import dot
 
+# Episodes are built from their sessions' turns, read a few memories' worth at a time: most prompts that inject take
+# their memories among the first few judged, and each read costs about as much per memory in one statement as alone.
+EPISODES_READ_AT_ONCE = 4
+
 
 @dataclass
 class Candidate:
@@ -52,6 +56,8 @@ class Decision:
     candidates: list[Candidate] = field(default_factory=list)
     searched: bool = False
     window_days: float | None = None
+    # (id, created_at) of the best-ranked memories: where a taken one's newer values are looked for first
+    ranked: list[tuple[int, float]] = field(default_factory=list)
 
     @property
     def taken(self) -> list[Candidate]:
@@ -85,14 +91,18 @@ def evidence(signals: dict, cfg) -> float:
 
 
 def judge(store: Store, models, prompt: str, project: str, session_id: str | None, now: float | None = None,
-          exclude_ids=frozenset()) -> Decision:
-    """What the gate decides for `prompt` in `project` (read-only: nothing is stored or counted)."""
+          exclude_ids=frozenset(), complete: bool = False) -> Decision:
+    """What the gate decides for `prompt` in `project` (read-only: nothing is stored or counted). Candidates are
+    judged best-ranked first and, when the best-ranked are taken first (`gate.order` "score"), no further than the
+    decision needs: once `warm_top_k` are taken the rest could change nothing (`complete`: judge them all anyway,
+    for `recall explain`)."""
     with store.request_scope():
-        return _judge(store, models, prompt, project, session_id, time.time() if now is None else now, exclude_ids)
+        return _judge(store, models, prompt, project, session_id, time.time() if now is None else now, exclude_ids,
+                      complete)
 
 
 def _judge(store: Store, models, prompt: str, project: str, session_id: str | None, now: float,
-           exclude_ids) -> Decision:
+           exclude_ids, complete: bool) -> Decision:
     cfg: Config = store.config
     with stage("intent"):
         intent = intents.classify(prompt)
@@ -114,33 +124,41 @@ def _judge(store: Store, models, prompt: str, project: str, session_id: str | No
         """While the prompt is embedded: the conversations of the best lexical candidates, which mostly stay
         among the best after fusion (their episodes are built next)."""
         with stage("ahead"):
-            best = sorted(found.lexical, key=found.lexical.get, reverse=True)[: cfg.gate.candidates]
+            best = sorted(found.lexical, key=found.lexical.get, reverse=True)[:EPISODES_READ_AT_ONCE]
             read_ahead(store, [row.memory() for row in eligible(store.live_rows(best))])
 
     found = search.candidates(store, embedder, rcfg, prompt, rcfg.candidates, project,
                               None if window is None else now - window * DAY, None, now, meanwhile=read_lexical_ahead)
     with stage("rank"):
         ranked = search.score(eligible(store.live_rows(found.fused)), found, rcfg, now, cfg.strength)
+    decision.ranked = [(row.id, row.created_at) for _, row in ranked[: 4 * cfg.gate.candidates]]
     with stage("gate"):
-        _weigh(store, decision, found, ranked, exclude_ids)
+        _weigh(store, decision, found, ranked, exclude_ids, complete)
     with stage("versions"):
         versions.prefer_current(store, decision, found, now)
     return decision
 
 
-def _weigh(store: Store, decision: Decision, found, ranked, exclude_ids) -> None:
+def _weigh(store: Store, decision: Decision, found, ranked, exclude_ids, complete: bool = True) -> None:
     """The best-ranked candidates' episodes and evidence, and which of them are taken."""
     cfg: Config = store.config
     intent = decision.intent
     lexical_rank = _ranks(found.lexical)
     dense_rank = _ranks(found.dense)
     terms = ranking.answer_terms(found.query)
+    bar = cfg.gate.thresholds.get(intent.kind, 1.0) + (cfg.gate.existence_margin if intent.existence else 0.0)
+    in_rank_order = cfg.gate.order == "score"  # taken as judged: the best ranked first
     seen_episodes: list[set[int]] = []
     seen_spans: list[tuple[str, float, float]] = []  # (session, first, last moment) of each judged episode
-    read_ahead(store, [row.memory() for _, row in ranked[: cfg.gate.candidates]])
-    for score, row in ranked:
+    read_up_to = 0
+    for index, (score, row) in enumerate(ranked):
         if len(decision.candidates) >= cfg.gate.candidates:
             break
+        if in_rank_order and not complete and len(decision.taken) >= cfg.tiers.warm_top_k:
+            break  # nothing judged after this could be taken
+        if index >= read_up_to:  # the conversations of the next few at once (a server is a round trip away)
+            read_up_to = index + EPISODES_READ_AT_ONCE
+            read_ahead(store, [r.memory() for _, r in ranked[index:read_up_to]])
         if any(row.id in other for other in seen_episodes) or any(
                 row.session_id == session and first <= row.created_at <= last for session, first, last in seen_spans):
             continue  # part of an episode already judged (a tool call: it happened during one of its turns)
@@ -166,24 +184,28 @@ def _weigh(store: Store, decision: Decision, found, ranked, exclude_ids) -> None
         }
         candidate.evidence = evidence(candidate.signals, cfg.gate)
         decision.candidates.append(candidate)
-    bar = cfg.gate.thresholds.get(intent.kind, 1.0) + (cfg.gate.existence_margin if intent.existence else 0.0)
-    order = (lambda c: -c.evidence) if cfg.gate.order == "evidence" else (lambda c: -c.signals["score"])
-    for candidate in sorted(decision.candidates, key=order):
-        if candidate.evidence < bar:
-            candidate.why = f"evidence {candidate.evidence:.2f} < {bar:.2f} for a {intent.kind} prompt"
-            continue
-        if candidate.episode.ids() & set(exclude_ids):
-            candidate.why = "its episode was injected into this session before"
-            continue
-        if len(decision.taken) >= cfg.tiers.warm_top_k:
-            candidate.why = f"top {cfg.tiers.warm_top_k} already taken"
-            continue
-        if decision.taken and candidate.evidence < decision.taken[0].evidence - cfg.gate.margin:
-            candidate.why = (f"evidence {candidate.evidence:.2f} is more than {cfg.gate.margin:.2f} below the "
-                             f"first taken ({decision.taken[0].evidence:.2f}): a lookalike, not a second answer")
-            continue
+        if in_rank_order:
+            _take(decision, candidate, bar, exclude_ids, cfg)
+    if not in_rank_order:
+        for candidate in sorted(decision.candidates, key=lambda c: -c.evidence):
+            _take(decision, candidate, bar, exclude_ids, cfg)
+
+
+def _take(decision: Decision, candidate: Candidate, bar: float, exclude_ids, cfg: Config) -> None:
+    """Take the candidate, or say why not (candidates come here in the order they are preferred)."""
+    kind = decision.intent.kind
+    if candidate.evidence < bar:
+        candidate.why = f"evidence {candidate.evidence:.2f} < {bar:.2f} for a {kind} prompt"
+    elif candidate.episode.ids() & set(exclude_ids):
+        candidate.why = "its episode was injected into this session before"
+    elif len(decision.taken) >= cfg.tiers.warm_top_k:
+        candidate.why = f"top {cfg.tiers.warm_top_k} already taken"
+    elif decision.taken and candidate.evidence < decision.taken[0].evidence - cfg.gate.margin:
+        candidate.why = (f"evidence {candidate.evidence:.2f} is more than {cfg.gate.margin:.2f} below the "
+                         f"first taken ({decision.taken[0].evidence:.2f}): a lookalike, not a second answer")
+    else:
         candidate.taken = True
-        candidate.why = f"evidence {candidate.evidence:.2f} >= {bar:.2f} for a {intent.kind} prompt"
+        candidate.why = f"evidence {candidate.evidence:.2f} >= {bar:.2f} for a {kind} prompt"
 
 
 def _episode_similarity(store: Store, candidate: Candidate, found) -> tuple[float | None, Memory]:

@@ -178,7 +178,7 @@ def prefer_current(store, decision, found, now: float) -> None:
         limit = store.config.inject.max_item_chars
         for candidate in decision.taken:
             shown = as_stated(candidate.episode.excerpt(terms, limit, decision.intent.wants))
-            pool = [c.memory for c in decision.candidates]
+            pool = decision.ranked
             candidate.newer = _current(store, shown, candidate.episode.ids(), candidate.memory.project,
                                        candidate.episode.created_at, pool, found.vector, by_words=False)
             for memory in candidate.newer:
@@ -234,7 +234,7 @@ def _later_statements(store, shown: str, own_ids: set[int], project: str, since:
     own = list(store.vectors_of(own_ids).values())
     if not own:
         return
-    ids = [m.id for m in pool if m.created_at.timestamp() > since]
+    ids = [memory_id for memory_id, created_at in pool if created_at > since]
     for neighbours in store.nearest_each(own, NEIGHBOURS, project, since + 1e-6, None, kinds=STATEMENT_KINDS):
         ids.extend(neighbours)
     named = []
