@@ -220,6 +220,26 @@ def test_a_query_of_common_words_matches_what_holds_them_all_first(store):
     assert either == store.store.lexical_candidates(["deploy", "build"], None, 10, "/p/one", None, None)
 
 
+def test_a_words_count_from_the_index_vocabulary_is_what_a_match_counts(store):
+    """A word's memories are counted from the text index's vocabulary (its own stemming: "uploads" is "upload",
+    "café" is "cafe"); a word the index splits in two ("caroline's") is counted by a MATCH. Both agree, also
+    after a forget."""
+    texts = ["the importer uploads CSV files", "uploading is slow", "the upload finished", "Caroline's café opened",
+             "caroline went to the cafe", "an unrelated line"]
+    ids = [r.memory_id for r in store.store.record_many([(f"e{i}", draft(t, session=f"s{i}"), None)
+                                                        for i, t in enumerate(texts)])]
+    sqlite = store.store
+
+    def matched(term):
+        return sqlite.db.value('SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?', ('"' + term + '"',))
+
+    words = ["uploads", "upload", "importer", "café", "cafe", "caroline's", "CSV", "rugosun"]
+    assert [sqlite._count_holding(None, w) for w in words] == [matched(w) for w in words] == [3, 3, 1, 2, 2, 1, 1, 0]
+    assert sqlite._index_token("caroline's") is None and sqlite._index_token("uploads") == "upload"
+    store.forget([ids[0]])
+    assert [sqlite._count_holding(None, w) for w in words] == [matched(w) for w in words] == [2, 2, 0, 2, 2, 1, 0, 0]
+
+
 def test_a_small_store_searches_every_word(store):
     store.store.record_many([(f"e{i}", draft(f"deploy {i} finished"), None) for i in range(50)])
     assert store.store.selective_terms(["deploy", "rugosun"], "/p/one") == ["deploy", "rugosun"]

@@ -50,12 +50,16 @@ def _inode(path: Path) -> int | None:
         return None
 
 
+# How memories_fts splits and stems words: search.py counts a word's memories with the same tokenizer.
+FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
+
+
 # --- migrations -------------------------------------------------------------------------
 
 
 def m001_initial(conn: apsw.Connection) -> None:
     conn.execute(
-        """
+        f"""
         CREATE TABLE memories (
             id INTEGER PRIMARY KEY,
             project TEXT NOT NULL,
@@ -69,7 +73,7 @@ def m001_initial(conn: apsw.Connection) -> None:
             last_accessed REAL,
             superseded_by INTEGER REFERENCES memories(id) ON DELETE SET NULL,
             content_hash TEXT NOT NULL,
-            meta TEXT NOT NULL DEFAULT '{}',
+            meta TEXT NOT NULL DEFAULT '{{}}',
             -- Neighbouring turns of the conversation (up to two before, two after), indexed for
             -- matching but never shown: a reply like "Yes, it was amazing!" is found by what it
             -- answers. See search.py for the measured effect.
@@ -93,7 +97,7 @@ def m001_initial(conn: apsw.Connection) -> None:
 
         CREATE VIRTUAL TABLE memories_fts USING fts5(
             text, context_before, context_after, content='memories', content_rowid='id',
-            tokenize='porter unicode61 remove_diacritics 2'
+            tokenize='{FTS_TOKENIZE}'
         );
         CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
             INSERT INTO memories_fts(rowid, text, context_before, context_after)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import apsw
 
 from ....shared.projects import GLOBAL_PROJECT
+from .schema import FTS_TOKENIZE
 
 
 def fts_phrase(term: str) -> str:
@@ -23,6 +24,7 @@ def fts_expression(terms: list[str], required: list[str] | None = None) -> str |
 
 
 class SqliteSearch:
+    _vocabulary = None  # the text index's tokenizer, once a term's count is asked (_index_token)
     # --- words ----------------------------------------------------------------------------------
 
     def selective_terms(self, terms: list[str], project: str | None) -> list[str]:
@@ -41,11 +43,25 @@ class SqliteSearch:
             return self.db.value("SELECT count(*) FROM memories WHERE project IN (?, ?)", (project, GLOBAL_PROJECT),
                                  default=0)
         if project is None:
+            token = self._index_token(term)
+            if token is not None:  # the index's own count (fts5vocab): 0.07 ms, where MATCH counted 0.2-1.3
+                return self.db.value("SELECT doc FROM temp.memories_fts_vocab WHERE term = ?", (token,), default=0)
             return self.db.value("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (fts_phrase(term),),
                                  default=0)
         return self.db.value("SELECT count(*) FROM memories_fts CROSS JOIN memories ON memories.id = memories_fts.rowid "
                              "WHERE memories_fts MATCH ? AND memories.project IN (?, ?)",
                              (fts_phrase(term), project, GLOBAL_PROJECT), default=0)
+
+    def _index_token(self, term: str) -> str | None:
+        """The one token the text index keeps for `term` (stemmed as memories_fts does), None when it makes more or
+        fewer (then only a MATCH can count it)."""
+        if self._vocabulary is None:
+            self.db.run(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_fts_vocab USING fts5vocab(main, "
+                        "memories_fts, 'row')")  # temp: per connection, nothing written to the file
+            name, *options = FTS_TOKENIZE.split()
+            self._vocabulary = self.db.conn.fts5_tokenizer(name, options)
+        tokens = self._vocabulary(term.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None)
+        return tokens[0][2] if len(tokens) == 1 and isinstance(tokens[0][2], str) else None
 
     def lexical_candidates(self, terms: list[str], required: list[str] | None, n: int, project: str | None,
                            since: float | None, until: float | None) -> dict[int, float]:
