@@ -242,3 +242,54 @@ def test_the_async_hooks_have_the_async_deadline():
     from memory_store.hook.timing import ANSWER_DEADLINE, ASYNC_DEADLINE
 
     assert async_events(ROOT) == {event for event, seconds in ANSWER_DEADLINE.items() if seconds == ASYNC_DEADLINE}
+
+
+# --- the client's fast path reads what the os-based modules would --------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["/data/recall", "/data/recall/", "/data//recall", "/data/./recall", "/data/../recall",
+                                   "/data/recall/..", "~/recall", "relative/recall", "/"])
+def test_the_fast_paths_data_dir_is_the_one_paths_resolves(monkeypatch, value):
+    """hook/client.py reads RECALL_HOME / CLAUDE_PLUGIN_DATA without `os` when it can (an absolute, normal path) and
+    asks shared/paths.py otherwise: either way the same directory."""
+    from memory_store.hook import client
+    from memory_store.shared import paths
+
+    for name, other in (("RECALL_HOME", "CLAUDE_PLUGIN_DATA"), ("CLAUDE_PLUGIN_DATA", "RECALL_HOME")):
+        monkeypatch.setenv(name, value)
+        monkeypatch.delenv(other, raising=False)
+        assert client.data_dir() == paths.resolve_home()
+
+
+@pytest.mark.parametrize("length", [10, 60, 85, 86, 87, 120])
+def test_the_socket_the_fast_path_connects_to_is_the_workers(length):
+    from memory_store.shared import paths, wire
+
+    home = "/" + "d" * (length - 1)
+    mine = wire.socket_in_data_dir(home)
+    assert (mine or paths.socket_path(home)) == paths.socket_path(home)
+    assert (mine is None) == (len(home + "/runtime/worker.sock") >= wire.MAX_SOCKET_PATH)
+
+
+def test_the_fast_paths_log_line_rotates_and_a_data_dir_open_to_others_is_closed(tmp_path, monkeypatch):
+    import os
+    import stat
+
+    from memory_store.hook import client
+    from memory_store.shared import wire
+
+    home = tmp_path / "open-home"
+    home.mkdir(mode=0o755)
+    os.chmod(home, 0o755)
+    client.ensure_data_dir(str(home))
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700  # closed, as files.ensure_private_dir does
+    client.ensure_data_dir(str(tmp_path / "new" / "home"))
+    assert stat.S_IMODE((tmp_path / "new" / "home").stat().st_mode) == 0o700
+
+    client.fast_log(str(home), "PostToolUse", "worker", 1.5)  # no logs/ yet: files.append_line makes it, 0600
+    log = home / "logs" / "recall.log"
+    assert json.loads(log.read_text())["hook"] == "PostToolUse" and stat.S_IMODE(log.stat().st_mode) == 0o600
+    monkeypatch.setattr(wire, "MAX_LOG_BYTES", 200)
+    client.fast_log(str(home), "Stop", "worker", 2.5)
+    client.fast_log(str(home), "Stop", "worker", 3.5)  # past 200 bytes: rotated
+    assert (home / "logs" / "recall.log.1").exists() and len(log.read_text().splitlines()) <= 1

@@ -1,9 +1,11 @@
 """The hook side of recall: what runs inside every Claude Code hook process.
 
-Standard library only, and as little of it as possible on the fast path (`os`, `time`,
-`_socket`): a hook pays for every import on every event. The client passes its stdin to
-the long-lived worker untouched and prints the worker's answer untouched; it never
-parses JSON unless something goes wrong.
+Standard library only, and on the fast path only what the interpreter has built in (`posix`, or `nt` on Windows,
+`_socket`, `time`, `sys`) and recall's lean modules (shared/wire.py, shared/protocol.py, hook/timing.py): a hook
+pays for every import on every event, and `os` alone costs ~1.5 ms of a ~10 ms hook. The client passes its stdin
+to the long-lived worker untouched and prints the worker's answer untouched; it never parses JSON unless
+something goes wrong. Anything unusual (a data dir to create or to close, a relative RECALL_HOME, a pause, no
+worker, a log to rotate) is handed to the modules that import `os`, which behave exactly as before.
 
     stdin ─► worker (stores the event, maybe returns context) ─► stdout        ~2-20 ms
           └► no answer in time: spool file (redacted) + start a worker, print nothing
@@ -13,14 +15,17 @@ reads that hook's stdout as plain-text instructions for the summary, core/compac
 and `recall pause` (shared/pause.py) are checked before anything is sent or stored.
 """
 
-import os
 import sys
 import time
 
+try:
+    import posix as _os  # what `os` wraps, built into the interpreter: no import cost
+except ImportError:  # Windows
+    import nt as _os
+POSIX = _os.__name__ == "posix"  # posix.environ holds bytes, nt.environ str; paths are plain on POSIX
+
 from ..version import __version__
-from ..shared import pause, protocol
-from ..shared.files import append_line, ensure_private_dir
-from ..shared.paths import database_env_fingerprint, log_file, resolve_home
+from ..shared import protocol, wire
 from .timing import ANSWER_DEADLINE, DEFAULT_ANSWER_DEADLINE
 
 MAX_STDIN_BYTES = 32 * 1024 * 1024  # beyond this a payload is refused (logged)
@@ -31,25 +36,84 @@ def safe_name(value: str) -> str:
     return "".join(c for c in value if c.isalpha())[:40] or "unknown"
 
 
+def getenv(name: str) -> str:
+    """An environment variable as `os.environ` would give it ('' when unset)."""
+    value = _os.environ.get(name.encode() if POSIX else name, "")
+    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
+
+
+def data_dir() -> str:
+    """paths.resolve_home(), without `os` in the usual case: RECALL_HOME or CLAUDE_PLUGIN_DATA already an absolute,
+    normal POSIX path (as Claude Code sets it), which abspath(expanduser()) would leave as it is."""
+    for name in wire.HOME_ENV:
+        value = getenv(name)
+        if value:
+            if POSIX and value.startswith("/") and (value == "/" or not value.endswith("/")) \
+                    and "//" not in value and "/./" not in value and "/../" not in value \
+                    and not value.endswith(("/.", "/..")):
+                return value
+            break
+    from ..shared.paths import resolve_home
+
+    return resolve_home()
+
+
+def ensure_data_dir(home: str) -> None:
+    """files.ensure_private_dir(home), which a stat answers in the usual case: the directory is there, closed to
+    others."""
+    try:
+        mode = _os.stat(home).st_mode
+        if mode & 0o170000 == 0o040000 and not mode & 0o077:  # a directory, nothing for group and others
+            return
+    except OSError:
+        pass
+    from ..shared.files import ensure_private_dir
+
+    ensure_private_dir(home)
+
+
 def fast_log(home: str, event: str, route: str, ms: float) -> None:
-    """The per-hook timing line (`recall stats` reads these), formatted without importing json."""
+    """The per-hook timing line (`recall stats` reads these), formatted without importing json, written with one
+    O_APPEND write (files.append_line does the rest: a missing directory, a log to rotate)."""
     line = (f'{{"ts":{time.time():.3f},"level":"info","component":"hook","event":"hook",'
-            f'"hook":"{safe_name(event)}","route":"{safe_name(route)}","ms":{ms:.2f}}}\n')
-    append_line(log_file(home), line.encode("ascii"))
+            f'"hook":"{safe_name(event)}","route":"{safe_name(route)}","ms":{ms:.2f}}}\n').encode("ascii")
+    path = home + "/" + wire.LOGS_DIR + "/" + wire.LOG_NAME
+    try:
+        fd = _os.open(path, _os.O_WRONLY | _os.O_APPEND, wire.PRIVATE_FILE) if POSIX else -1
+    except OSError:
+        fd = -1
+    if fd < 0:
+        from ..shared.files import append_line
+        from ..shared.paths import log_file
+
+        append_line(log_file(home), line)
+        return
+    try:
+        _os.write(fd, line)
+        full = _os.fstat(fd).st_size > wire.MAX_LOG_BYTES
+    finally:
+        _os.close(fd)
+    if full:
+        from ..shared.files import rotate
+
+        rotate(path)
 
 
 def hook_header(event: str, event_id: str, received_at: float, size: int) -> bytes:
     # CLAUDE_PID (the Claude Code process of this session): the worker stays while that process lives.
-    claude_pid = os.environ.get("CLAUDE_PID", "")
+    claude_pid = getenv("CLAUDE_PID")
     session = f',"claude_pid":{int(claude_pid)}' if claude_pid.isdigit() and len(claude_pid) < 10 else ""
+    # The shared database this session's environment names, as a fingerprint (paths.database_env_fingerprint).
+    url = getenv(wire.DATABASE_URL_ENV).strip()
+    database = wire.fnv1a64(url.encode("utf-8", "replace")) if url else ""
     return (f'{{"v":{protocol.PROTOCOL_VERSION},"op":"hook","event":"{safe_name(event)}",'
             f'"event_id":"{event_id}","received_at":{received_at:.6f},"client_version":"{__version__}",'
-            f'"db":"{database_env_fingerprint()}"{session},"body":{size}}}').encode("ascii")
+            f'"db":"{database}"{session},"body":{size}}}').encode("ascii")
 
 
 def run(event: str, raw: bytes, home: str) -> tuple[bytes, str]:
     """Deliver one hook event; returns (what to print, the route it took)."""
-    event_id = os.urandom(16).hex()
+    event_id = _os.urandom(16).hex()
     received_at = time.time()
     header = hook_header(event, event_id, received_at, len(raw))
     deadline = ANSWER_DEADLINE.get(event, DEFAULT_ANSWER_DEADLINE)
@@ -84,7 +148,15 @@ def _worker_refused(answer: bytes, event, event_id, received_at, raw, home) -> t
 
 def paused(home: str, raw: bytes) -> tuple[str, float | None] | None:
     """(what is paused, until when: None for "until resumed") when `recall pause` is in effect for this event's
-    project (or for all); None otherwise."""
+    project (or for all); None otherwise. Without a pause file (the usual case) that is one failed stat."""
+    try:
+        _os.stat(home + "/" + wire.PAUSE_FILE)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        pass
+    from ..shared import pause
+
     state = pause.read_state(home)
     if state is None:
         return None
@@ -122,6 +194,8 @@ def paused_notice(what: str, until: float | None) -> bytes:
 def export_home(home: str) -> None:
     """SessionStart: let the Bash tool's `recall` find this data dir (Claude Code sources the lines of
     CLAUDE_ENV_FILE before each Bash command)."""
+    import os
+
     env_file = os.environ.get("CLAUDE_ENV_FILE")
     if not env_file or os.environ.get("RECALL_HOME"):
         return
@@ -146,13 +220,13 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
     start = time.perf_counter()
     argv = sys.argv[1:] if argv is None else argv
     event = safe_name(argv[0]) if argv else "unknown"
-    if pause.disabled_by_env():  # RECALL_DISABLE=1: not even a log line
+    if wire.disabled(getenv(wire.DISABLE_ENV)):  # RECALL_DISABLE=1: not even a log line
         return 0
-    os.umask(0o077)
-    home = resolve_home()
+    _os.umask(0o077)
+    home = data_dir()
     output, route = b"", "none"
     try:
-        ensure_private_dir(home)
+        ensure_data_dir(home)
         raw = read_stdin(stdin or sys.stdin.buffer)
         pause_state = paused(home, raw)
         if pause_state:
@@ -164,6 +238,7 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
     except Exception as exc:  # a hook never breaks Claude Code: log, print nothing (but the reason, once), exit 0
         try:
             from ..shared.logs import JsonLog
+            from ..shared.paths import log_file
 
             JsonLog(log_file(home), "hook").error("hook_failed", hook=event, error=f"{type(exc).__name__}: {exc}")
         except Exception:

@@ -1,13 +1,11 @@
 """Files written safely: private directories, atomic replacement, bounded append-only logs,
-process-lifetime locks. Standard library only, and only `os` at import time: the hook's fast
-path uses `append_line`.
+process-lifetime locks. Standard library only, and only `os` at import time (the hook's fast path
+appends its log line without `os`, and comes here for what is unusual: a missing directory, a log to rotate).
 """
 
 import os
 
-PRIVATE_FILE = 0o600
-PRIVATE_DIR = 0o700
-MAX_LOG_BYTES = 5_000_000  # an append-only log is rotated to <name>.1 beyond this
+from .wire import MAX_LOG_BYTES, PRIVATE_DIR, PRIVATE_FILE
 
 
 def ensure_private_dir(path) -> None:
@@ -66,10 +64,16 @@ def append_line(path: str, data: bytes, max_bytes: int = MAX_LOG_BYTES) -> None:
         fd = os.open(path, flags, PRIVATE_FILE)
     try:
         os.write(fd, data)
-        if os.fstat(fd).st_size > max_bytes:
-            os.replace(path, path + ".1")
+        full = os.fstat(fd).st_size > max_bytes
     finally:
         os.close(fd)
+    if full:
+        rotate(path)
+
+
+def rotate(path: str) -> None:
+    """An append-only log grown past its bound becomes `<path>.1` (one generation kept)."""
+    os.replace(path, path + ".1")
 
 
 def read_text(path, default: str = "") -> str:

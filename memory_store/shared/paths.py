@@ -22,9 +22,11 @@ locations as `pathlib.Path` objects to everything else.
 import os
 import sys
 
+from .wire import (DATABASE_URL_ENV, ENDPOINT_NAME, HOME_ENV, LOG_NAME, LOGS_DIR, MAX_SOCKET_PATH, PAUSE_FILE,
+                   RUNTIME_DIR, SOCKET_NAME, fnv1a64, socket_in_data_dir)
+
 APP_NAME = "recall"
 PLUGIN_DATA_DIRNAME = "recall-recall"  # <plugin>-<marketplace>, as Claude Code names it
-MAX_SOCKET_PATH = 100  # sun_path holds ~104-108 bytes depending on the OS
 
 
 def platform_data_dir() -> str:
@@ -47,21 +49,13 @@ def resolve_home(explicit: str | os.PathLike | None = None) -> str:
     """The data directory: explicit argument, $RECALL_HOME, $CLAUDE_PLUGIN_DATA, the installed
     plugin's data dir when it exists (so `recall` typed in a terminal sees what the hooks stored),
     else the platform user-data dir."""
-    for candidate in (explicit, os.environ.get("RECALL_HOME"), os.environ.get("CLAUDE_PLUGIN_DATA")):
+    for candidate in (explicit, *(os.environ.get(name) for name in HOME_ENV)):
         if candidate:
             return os.path.abspath(os.path.expanduser(os.fspath(candidate)))
     installed = installed_plugin_data_dir()
     if os.path.isdir(installed):
         return installed
     return platform_data_dir()
-
-
-def fnv1a64(data: bytes) -> str:
-    """A stable 64-bit name for a path, computed without importing hashlib (~2 ms on a hook)."""
-    value = 0xCBF29CE484222325
-    for byte in data:
-        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return f"{value:016x}"
 
 
 def short_socket_dir() -> str:
@@ -76,9 +70,14 @@ def short_socket_dir() -> str:
 
 def socket_path(home: str) -> str:
     """The worker's Unix socket: in the data dir when the path fits, else in `short_socket_dir()`."""
-    path = os.path.join(home, "runtime", "worker.sock")
-    if len(os.fsencode(path)) < MAX_SOCKET_PATH:
-        return path
+    if sys.platform != "win32":
+        path = socket_in_data_dir(home)  # what the hook's fast path computes without os
+        if path is not None:
+            return path
+    else:
+        path = os.path.join(home, RUNTIME_DIR, SOCKET_NAME)
+        if len(os.fsencode(path)) < MAX_SOCKET_PATH:
+            return path
     return os.path.join(short_socket_dir(), fnv1a64(os.fsencode(home)) + ".sock")
 
 
@@ -96,10 +95,8 @@ def private_dir_is_ours(path: str) -> bool:
 
 
 def log_file(home: str) -> str:
-    return os.path.join(home, "logs", "recall.log")
+    return os.path.join(home, LOGS_DIR, LOG_NAME)
 
-
-DATABASE_URL_ENV = "RECALL_DATABASE_URL"  # a shared database (shared/database_url.py); wins over config.json
 
 
 def database_env_fingerprint() -> str:
@@ -112,7 +109,6 @@ def database_env_fingerprint() -> str:
 
 
 DB_RECOVERY_NOTE = "db-recovered.json"
-PAUSE_FILE = "paused.json"  # `recall pause` (shared/pause.py); hooks look for it on every event
 
 
 class DataPaths:
@@ -146,15 +142,15 @@ class DataPaths:
 
     @property
     def logs(self):
-        return self.home / "logs"
+        return self.home / LOGS_DIR
 
     @property
     def log_file(self):
-        return self.logs / "recall.log"
+        return self.logs / LOG_NAME
 
     @property
     def runtime(self):
-        return self.home / "runtime"
+        return self.home / RUNTIME_DIR
 
     @property
     def venv(self):
@@ -204,7 +200,7 @@ class DataPaths:
     @property
     def worker_endpoint(self):
         """Windows only: `port token` of the loopback TCP listener (0600)."""
-        return self.runtime / "worker.endpoint"
+        return self.runtime / ENDPOINT_NAME
 
     @property
     def worker_socket(self):

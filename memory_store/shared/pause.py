@@ -12,11 +12,11 @@ Standard library only: the hook client imports this.
 import os
 import time
 
-from .paths import PAUSE_FILE
+from .wire import DISABLE_ENV, PAUSE_FILE, disabled
 
 
 def disabled_by_env() -> bool:
-    return os.environ.get("RECALL_DISABLE", "").strip().lower() not in ("", "0", "false", "no", "off")
+    return disabled(os.environ.get(DISABLE_ENV))
 
 
 def read_state(home: str) -> dict | None:

@@ -11,7 +11,7 @@ what the hook prints. The hook process therefore never parses JSON on its fast p
 writes a header it formats itself and recognises the worker's canonical success header,
 and only imports `json` when something went wrong. That keeps a hook within a few
 milliseconds of a bare interpreter (`json` alone costs ~9 ms to import, `socket` ~3 ms, so
-the raw `_socket` module is used).
+the raw `_socket` module is used, and `os` only where Windows or a long path needs it).
 
 On POSIX the channel is a Unix socket (0600; see paths.socket_path for where); on Windows it is loopback
 TCP, with the port and a random token in a 0600 file only the user can read. Every
@@ -19,17 +19,13 @@ request carries `v` (PROTOCOL_VERSION); the worker refuses other versions.
 """
 
 import _socket
-import os
 import sys
 import time
 
-from .paths import socket_path
+from .wire import ENDPOINT_NAME, MAX_BODY_BYTES, MAX_HEADER_BYTES, OK_PREFIX, PROTOCOL_VERSION, RUNTIME_DIR, \
+    socket_in_data_dir
 
-PROTOCOL_VERSION = 1
-MAX_HEADER_BYTES = 1 << 20
-MAX_BODY_BYTES = 64 * 1024 * 1024
 USE_TCP = sys.platform == "win32" or not hasattr(_socket, "AF_UNIX")
-OK_PREFIX = b'{"ok":true,"body":'  # the worker's canonical success header (see ok_header)
 
 
 class WorkerUnavailable(Exception):
@@ -45,7 +41,9 @@ def ok_header(body_size: int) -> bytes:
 
 
 def endpoint_file(home: str) -> str:
-    return os.path.join(home, "runtime", "worker.endpoint")
+    import os  # Windows only: the hook's fast path on POSIX never gets here
+
+    return os.path.join(home, RUNTIME_DIR, ENDPOINT_NAME)
 
 
 def _connect(home: str, timeout: float):
@@ -59,7 +57,11 @@ def _connect(home: str, timeout: float):
         else:
             token = None
             sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-            address = socket_path(home)
+            address = socket_in_data_dir(home)
+            if address is None:  # too long a path for a socket: a short private directory (imports os)
+                from .paths import socket_path
+
+                address = socket_path(home)
         sock.settimeout(timeout)
         try:
             sock.connect(address)

@@ -1,0 +1,50 @@
+"""The names and numbers every recall process must agree on, importable without `os`.
+
+A hook's fast path (hook/client.py) reads these on every event, and importing `os` alone costs a hook ~1.5 ms, so
+this module imports nothing: the protocol's version and success header, where the worker's socket, the log and the
+pause file live inside a data dir, the size limits, and the environment variables a hook reads. paths.py,
+protocol.py, files.py and pause.py take their values from here.
+"""
+
+PROTOCOL_VERSION = 1
+OK_PREFIX = b'{"ok":true,"body":'  # the worker's canonical success header (protocol.ok_header)
+MAX_HEADER_BYTES = 1 << 20
+MAX_BODY_BYTES = 64 * 1024 * 1024
+
+# Inside a data dir (paths.py has the whole layout).
+RUNTIME_DIR = "runtime"
+SOCKET_NAME = "worker.sock"
+ENDPOINT_NAME = "worker.endpoint"  # Windows: the worker's loopback port and token
+LOGS_DIR = "logs"
+LOG_NAME = "recall.log"
+PAUSE_FILE = "paused.json"  # `recall pause` (pause.py); hooks look for it on every event
+MAX_SOCKET_PATH = 100  # sun_path holds ~104-108 bytes depending on the OS
+
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
+MAX_LOG_BYTES = 5_000_000  # an append-only log is rotated to <name>.1 beyond this
+
+HOME_ENV = ("RECALL_HOME", "CLAUDE_PLUGIN_DATA")  # the data dir, the first one set (paths.resolve_home)
+DATABASE_URL_ENV = "RECALL_DATABASE_URL"  # a shared database (database_url.py); wins over config.json
+DISABLE_ENV = "RECALL_DISABLE"  # RECALL_DISABLE=1: no capture, no injection for that process tree
+NOT_DISABLED = ("", "0", "false", "no", "off")
+
+
+def disabled(value: str | None) -> bool:
+    """Does this value of RECALL_DISABLE switch recall off?"""
+    return (value or "").strip().lower() not in NOT_DISABLED
+
+
+def fnv1a64(data: bytes) -> str:
+    """A stable 64-bit name for a path or a URL, computed without importing hashlib (~2 ms on a hook)."""
+    value = 0xCBF29CE484222325
+    for byte in data:
+        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{value:016x}"
+
+
+def socket_in_data_dir(home: str) -> str | None:
+    """POSIX: the worker's socket in the data dir `home` (an absolute path), or None when that path is too long for
+    the OS (paths.socket_path then picks a short private directory)."""
+    path = home.rstrip("/") + "/" + RUNTIME_DIR + "/" + SOCKET_NAME
+    return path if len(path.encode("utf-8", "surrogateescape")) < MAX_SOCKET_PATH else None
