@@ -141,6 +141,35 @@ def test_calls_at_once_and_a_query_beside_its_search_give_the_same_vectors(embed
         floats(one_by_one.embed(["why does the billing job page someone?"])[0]), abs=1e-4)
 
 
+def test_the_shipped_model_runs_int8_products_that_give_the_published_graphs_vectors(embedder):
+    """core/minilm.py hands the weight products to onnxruntime's int8 kernels (this machine has them): the vectors are
+    the published float32 graph's within rounding, and a text's vector does not depend on what it is batched with."""
+    from memory_store.core.minilm import int8_kernels
+
+    published = load_embedder(EmbeddingConfig(int8=False))
+    assert embedder.int8 and not published.int8
+    texts = [a for a, _b, _r in REFERENCE_PAIRS] + ["x " * 400, "Why did the rugosun CSV importer time out?"]
+    for mine, theirs in zip(embedder.embed(texts), published.embed(texts)):
+        assert cosine(mine, theirs) > 0.999
+    alone = embedder.embed_query(texts[0])
+    assert floats(embedder.embed([texts[0], "a much longer text " * 30])[0]) == pytest.approx(floats(alone), abs=1e-5)
+    assert int8_kernels("1.22.0", "x86_64") and int8_kernels("1.23.1", "arm64") and int8_kernels("1.32.0", "AMD64")
+    assert not int8_kernels("1.21.1", "x86_64") and not int8_kernels("1.22.2", "aarch64")
+    assert not int8_kernels("1.32.0", "riscv64") and not int8_kernels("dev", "x86_64")
+
+
+def test_without_the_onnx_package_the_published_graph_runs_and_the_log_says_why(monkeypatch, tmp_path):
+    from memory_store.core.embed import TOKENIZER_DIR, shipped_model_file
+    from memory_store.core.minilm import MiniLM
+    from memory_store.shared.logs import JsonLog
+
+    monkeypatch.setitem(sys.modules, "onnx", None)  # `import onnx` fails
+    log = tmp_path / "recall.log"
+    model = MiniLM(shipped_model_file(), TOKENIZER_DIR, True, JsonLog(log, "test"))
+    assert not model.int8 and len(next(model.embed(["still embeds"], 1))) == DEFAULT_DIM
+    assert "model_int8_unavailable" in log.read_text() and "onnx" in log.read_text()
+
+
 NO_NETWORK_SCRIPT = r"""
 import json, socket
 
@@ -207,6 +236,7 @@ class OtherModel:
 
     name = "test/other-model"
     dim = 8
+    int8 = False
 
     def embed(self, texts):
         return [self.embed_query(t) for t in texts]

@@ -204,6 +204,9 @@ class EmbeddingConfig(_Section):
         "as its longest text times its texts: onnxruntime keeps the memory of its largest calls for the life of the "
         "process (16 texts of 1,000 characters left the worker at 850 MB, 4 of them at 400 MB, at the same speed).")
     max_chars: int = Field(1000, ge=50, description="Text beyond this is not embedded (the model sees 256 tokens).")
+    int8: bool = Field(
+        True, description="Run the shipped model's weight products in int8 (core/minilm.py): a query in half the time, "
+        "a third of the memory, vectors within a cosine of 0.995 of the published graph's (off: that graph as is).")
 
 
 class RerankConfig(_Section):

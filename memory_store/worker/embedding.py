@@ -20,7 +20,7 @@ STORAGE_RETRY_SECONDS = 5.0  # background work waits this long when the shared d
 def run(worker) -> None:
     """Load the model, then keep the embedding queue empty."""
     try:
-        embedder = load_embedder(worker.config.embedding, worker.paths.home / "models")
+        embedder = load_embedder(worker.config.embedding, worker.paths.home / "models", worker.log)
     except EmbeddingUnavailable as exc:
         worker.model_state = f"unavailable: {exc}"
         worker.log.warning("model_unavailable", reason=str(exc))
@@ -31,7 +31,7 @@ def run(worker) -> None:
         return
     worker.recall.models.set_embedder(embedder)
     worker.model_state = "ready"
-    worker.log.info("model_ready", model=embedder.name, dim=embedder.dim)
+    worker.log.info("model_ready", model=embedder.name, dim=embedder.dim, int8=embedder.int8)
     background = open_store(worker.paths, worker.config)  # its own connection: never blocks requests
     try:
         while not worker.stop_event.is_set():
