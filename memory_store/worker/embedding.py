@@ -1,5 +1,6 @@
 """The worker's background embedding: load the model (never on a request), hold the recent vectors in RAM, then
-embed queued memories in the gaps between hooks and prune trivial ones now and then."""
+embed queued memories in the gaps between hooks, count the common words of big projects ahead of the prompts that
+need them, and prune trivial memories now and then."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import traceback
 from ..core import jobs
 from ..core.embed import EmbeddingUnavailable, load_embedder
 from ..core.storage import StorageUnavailable, open_store
+from ..core.storage.term_frequency import WARM_EVERY_SECONDS
 
 EMBED_AFTER_QUIET_SECONDS = 0.3  # background embedding waits for this long without requests…
 EMBED_AT_LEAST_EVERY_SECONDS = 2.0  # …but never starves under a steady stream of hooks
@@ -33,6 +35,8 @@ def run(worker) -> None:
     worker.model_state = "ready"
     worker.log.info("model_ready", model=embedder.name, dim=embedder.dim, int8=embedder.int8)
     background = open_store(worker.paths, worker.config)  # its own connection: never blocks requests
+    # Common words are counted on this connection, for the requests' (the counts are not secret: term_frequency.py).
+    background.term_frequencies = worker.recall.store.term_frequencies
     try:
         while not worker.stop_event.is_set():
             try:
@@ -58,7 +62,7 @@ def _prepare_vectors(worker, background, embedder) -> None:
 
 def _embed_rounds(worker, background, embedder) -> None:
     last_round = time.monotonic()
-    last_prune = 0.0
+    last_prune = last_counts = 0.0
     while not worker.stop_event.is_set():
         # Embed in the gaps between hooks: a burst of hooks (a turn's tool calls) should
         # not share two cores with the model; a memory that is needed sooner is embedded
@@ -73,6 +77,9 @@ def _embed_rounds(worker, background, embedder) -> None:
             done = jobs.embed_pending(background, embedder, max_batches=1)
             if done:
                 background.sync_recent_vectors()
+            elif now - last_counts > WARM_EVERY_SECONDS:
+                last_counts = now
+                background.count_common_words()
             elif now - last_prune > PRUNE_EVERY_SECONDS:
                 last_prune = now
                 jobs.prune_trivial(background, time.time())

@@ -72,6 +72,11 @@ class Store(Memories, Sessions, Sharing, Places, Upkeep, RamVectors, ABC):
         """The query terms a lexical match in `project` must hold one of (storage/term_frequency.py); none (an
         empty list) when every one is common there."""
 
+    def count_common_words(self) -> int:
+        """Count ahead of time what selective_terms would count slowly (the worker calls it between prompts); returns
+        how many counts were taken. Nothing to do where counts are cheap."""
+        return 0
+
     @abstractmethod
     def lexical_candidates(self, terms: list[str], required: list[str] | None, n: int, project: str | None,
                            since: float | None, until: float | None) -> dict[int, float]:

@@ -23,6 +23,11 @@ from typing import Callable
 MIN_MEMORIES = 2000  # below this the whole lexical search takes well under a millisecond
 COUNTS_TTL_SECONDS = 300.0
 KEEP_COUNTS_FROM = 50  # a word that many memories hold is nobody's secret; counting it on a server costs ms
+# The worker counts the common words of each big project ahead of the prompts that will ask (Store.count_common_words):
+# a common word's count in one project of several costs 0.3-2.3 ms (SQLite joins its matches with their rows), and the
+# latency bench's questions met 2-3 new ones each (4.7 of a prompt's 7 ms of word search). Refreshed this often, so the
+# counts never expire under a running worker.
+WARM_EVERY_SECONDS = 240.0
 
 
 class TermFrequencies:
@@ -36,11 +41,13 @@ class TermFrequencies:
         self._counts: dict[tuple, tuple[float, int]] = {}  # (project, common word or None) -> (when, count)
 
     def selective(self, count_of: Callable[[str | None, str | None], int], terms: list[str], share: float,
-                  project: str | None, now: float | None = None) -> list[str]:
+                  project: str | None, now: float | None = None,
+                  key_of: Callable[[str], str] | None = None) -> list[str]:
         """`terms` without those held by more than `share` of the memories a search of `project` reads
         (its own and the global ones; every project's for None). All of them when `share` is 0, that part
         of the store is small, or there is one term; none (an empty list) when every one is common. `count_of(project, term)` asks the backend's text index:
-        memories of `project` (and global ones; all for None) holding `term` (all of them for None)."""
+        memories of `project` (and global ones; all for None) holding `term` (all of them for None). `key_of(term)`: what
+        a count is remembered under (the index's own token, so that "uploads" and "upload" share one count)."""
         if share <= 0 or len(terms) < 2:
             return terms
         now = time.monotonic() if now is None else now
@@ -53,16 +60,24 @@ class TermFrequencies:
         limit = share * total
         kept = []
         for term in terms:
-            count = self._cached(project, term, now)
+            key = key_of(term) if key_of is not None else term
+            count = self._cached(project, key, now)
             if count is None:
                 count = count_of(None, term)  # every project's: no join, and enough for a rare word
                 if count > limit and project is not None:
                     count = count_of(project, term)
                 if count > limit or count >= KEEP_COUNTS_FROM:
-                    self._remember(project, term, now, count)
+                    self._remember(project, key, now, count)
             if count <= limit:
                 kept.append(term)
         return kept
+
+    def remember(self, project: str | None, counts: dict[str | None, int], now: float | None = None) -> None:
+        """Counts taken ahead of time (key -> memories of `project` holding it; None -> all of its memories)."""
+        now = time.monotonic() if now is None else now
+        for key, count in counts.items():
+            if key is None or count >= KEEP_COUNTS_FROM:
+                self._remember(project, key, now, count)
 
     def clear(self) -> None:
         self._counts.clear()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import apsw
 
 from ....shared.projects import GLOBAL_PROJECT
+from ..term_frequency import MIN_MEMORIES
 from .schema import FTS_TOKENIZE
 
 
@@ -33,7 +34,33 @@ class SqliteSearch:
         common (storage/term_frequency.py)."""
         with self.db.lock:
             return self.term_frequencies.selective(self._count_holding, terms, self.config.ranking.common_term_share,
-                                                   project)
+                                                   project, key_of=lambda term: self._index_token(term) or term)
+
+    def count_common_words(self) -> int:
+        """Count, in each project big enough for the rule, the words (the index's tokens) that more than
+        `ranking.common_term_share` of its memories may hold, into the cache selective_terms reads: the worker does it
+        between prompts (term_frequency.WARM_EVERY_SECONDS). Returns how many counts were taken."""
+        share = self.config.ranking.common_term_share
+        if share <= 0:
+            return 0
+        taken = 0
+        projects = self.db.all("SELECT project, count(*) FROM memories GROUP BY project HAVING count(*) >= ?",
+                               (MIN_MEMORIES,))
+        for project, _own in projects:
+            with self.db.lock:
+                total = self._count_holding(project, None)
+                self._index_token("x")  # the vocabulary tables exist from here on
+                tokens = [t for (t,) in self.db.all("SELECT term FROM temp.memories_fts_vocab WHERE doc > ?",
+                                                    (share * total,))]
+                counts: dict[str | None, int] = {None: total}
+                for token in tokens:  # by token, not by MATCH: a stem is not always its own stem ("caus")
+                    counts[token] = self.db.value(
+                        "SELECT count(DISTINCT i.doc) FROM temp.memories_fts_instances AS i CROSS JOIN memories "
+                        "ON memories.id = i.doc WHERE i.term = ? AND memories.project IN (?, ?)",
+                        (token, project, GLOBAL_PROJECT), default=0)
+            self.term_frequencies.remember(project, counts)
+            taken += len(counts)
+        return taken
 
     def _count_holding(self, project: str | None, term: str | None) -> int:
         """Memories of `project` (and global ones; all for None), holding `term` if one is given."""
@@ -55,11 +82,12 @@ class SqliteSearch:
     def _index_token(self, term: str) -> str | None:
         """The one token the text index keeps for `term` (stemmed as memories_fts does), None when it makes more or
         fewer (then only a MATCH can count it)."""
-        if self._vocabulary is None:
-            self.db.run(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_fts_vocab USING fts5vocab(main, "
-                        "memories_fts, 'row')")  # temp: per connection, nothing written to the file
-            name, *options = FTS_TOKENIZE.split()
-            self._vocabulary = self.db.conn.fts5_tokenizer(name, options)
+        if self._vocabulary is None:  # temp tables: per connection, nothing written to the file
+            for table, kind in (("memories_fts_vocab", "row"), ("memories_fts_instances", "instance")):
+                self.db.run(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table} USING fts5vocab(main, memories_fts, "
+                            f"'{kind}')")
+            tokenizer, *options = FTS_TOKENIZE.split()
+            self._vocabulary = self.db.conn.fts5_tokenizer(tokenizer, options)
         tokens = self._vocabulary(term.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None)
         return tokens[0][2] if len(tokens) == 1 and isinstance(tokens[0][2], str) else None
 
