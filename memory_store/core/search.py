@@ -54,8 +54,9 @@ def candidates(store: Store, embedder, cfg: RankingConfig, query_text: str, n: i
     found = Candidates(query, None)
     lexical = cfg.fusion != "dense" and bool(query.terms)
     if lexical:
-        with stage("lexical"):
+        with stage("counts"):  # which words a match must hold (term_frequency.py)
             required = store.selective_terms(query.terms, project)
+        with stage("lexical"):
             found.lexical = store.lexical_candidates(query.terms, required, n, project, since, until)
     vector = None
     if embedding is not None:

@@ -62,7 +62,7 @@ def _prepare_vectors(worker, background, embedder) -> None:
 
 def _embed_rounds(worker, background, embedder) -> None:
     last_round = time.monotonic()
-    last_prune = last_counts = 0.0
+    last_prune, last_counts = 0.0, -WARM_EVERY_SECONDS
     while not worker.stop_event.is_set():
         # Embed in the gaps between hooks: a burst of hooks (a turn's tool calls) should
         # not share two cores with the model; a memory that is needed sooner is embedded
@@ -74,12 +74,12 @@ def _embed_rounds(worker, background, embedder) -> None:
             continue
         last_round = now
         try:
+            if now - last_counts > WARM_EVERY_SECONDS:  # first thing, and then whether or not there is a backlog
+                last_counts = now
+                background.count_common_words()
             done = jobs.embed_pending(background, embedder, max_batches=1)
             if done:
                 background.sync_recent_vectors()
-            elif now - last_counts > WARM_EVERY_SECONDS:
-                last_counts = now
-                background.count_common_words()
             elif now - last_prune > PRUNE_EVERY_SECONDS:
                 last_prune = now
                 jobs.prune_trivial(background, time.time())
