@@ -240,6 +240,8 @@ def test_at_most_top_k_memories_are_injected(open_with, project, now):
     assert ids(hits) == ids(ranked)[:2]
     assert injected(prompt(store, project, "a", now, QUESTION)) == ids(ranked)[:2]
 
+    # The prompt above was stored and its memories used: rank again (3 and 4 are 0.003 apart) before asking for one.
+    ranked = store.search(QUESTION, limit=8, project=str(project), touch=False, now=now, exclude_session="a")
     assert ids(warm_recall(open_with(tiers={"warm_top_k": 1}), str(project), "b", QUESTION, now)[0]) \
         == ids(ranked)[:1]
     assert len(warm_recall(open_with(tiers={"warm_top_k": 4}), str(project), "b", QUESTION, now)[0]) == 4
