@@ -37,6 +37,33 @@ def load_payload(name: str, **changes) -> dict:
     return payload
 
 
+# --- order -------------------------------------------------------------------------------------------
+
+
+@pytest.hookimpl(trylast=True)  # after -k / -m have deselected what does not run
+def pytest_collection_modifyitems(session, config, items):
+    """The first-install tests go last, and their two real bootstraps (a pip install of ~25 s each) start now, in
+    threads, while the rest of the suite runs (test_bootstrap.start_early); their processes are stopped at the end."""
+    cold = [item for item in items if item.path.name == "test_bootstrap.py"]
+    if not cold or len(cold) == len(items):
+        return  # nothing to overlap with: the module starts them itself (test_bootstrap.early)
+    items[:] = [item for item in items if item.path.name != "test_bootstrap.py"] + cold
+    import shutil
+    import tempfile
+
+    import test_bootstrap
+
+    base = Path(tempfile.mkdtemp(prefix="recall-cold-"))
+    data_dirs = test_bootstrap.start_early(base)
+
+    def stop() -> None:
+        for data in data_dirs:
+            test_bootstrap.finish(data)
+        shutil.rmtree(base, ignore_errors=True)
+
+    config.add_cleanup(stop)
+
+
 # --- processes --------------------------------------------------------------------------------------
 
 

@@ -36,14 +36,56 @@ SECRET = "hunter2-bootstrap-secret"
 # --- helpers ---------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def bare_python(tmp_path_factory) -> str:
+def make_bare_python(base: Path) -> str:
     """python3 of a fresh venv with no packages at all: it cannot run the worker."""
-    venv = tmp_path_factory.mktemp("bare") / "venv"
+    venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python3")
     assert not has_dependencies(str(python), ROOT), "the bare venv unexpectedly has recall's dependencies"
     return str(python)
+
+
+# --- the two cold installs start early --------------------------------------------------------------
+# Each real bootstrap is a `pip install` of ~25 s, most of a core, while the rest of the suite leaves about one core
+# idle: conftest.py moves this module's tests to the end of the run and, as soon as they are collected, starts both
+# scenarios here in threads (start_early); their tests wait for what the scenarios saw.
+
+_early: dict = {}
+
+
+def start_early(base: Path) -> list[Path]:
+    """Start the cold first session and the parallel race, each on a fresh data dir under `base`; returns the data
+    dirs (whose processes the caller stops at the end: finish)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(2, thread_name_prefix="cold-install")
+    bare = pool.submit(make_bare_python, base / "bare")
+    cold, race = base / "cold", base / "parallel"
+    _early["first_install"] = pool.submit(lambda: cold_first_session(bare.result(), cold))
+    _early["parallel"] = pool.submit(lambda: parallel_race(bare.result(), race))
+    pool.shutdown(wait=False)
+    return [cold / "plugin-data" / "recall-recall", race / "plugin-data" / "recall-recall"]
+
+
+def early(name: str) -> dict:
+    """What a scenario started by start_early saw (it runs now when this module was run alone)."""
+    if name not in _early:
+        import tempfile
+
+        base = Path(tempfile.mkdtemp(prefix="recall-cold-"))
+        for data in start_early(base):
+            _cleanups.append(data)
+    return _early[name].result(timeout=BOOTSTRAP_TIMEOUT + 120)
+
+
+_cleanups: list[Path] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_what_ran_alone():
+    yield
+    for data in _cleanups:
+        finish(data)
 
 
 def cold_runner(bare_python: str, data: Path) -> HookRunner:
@@ -154,32 +196,33 @@ def assert_quiet(result, event: str) -> None:
 # --- the cold first session ------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def first_install(bare_python, tmp_path_factory):
-    base = tmp_path_factory.mktemp("cold")
+def cold_first_session(bare_python: str, base: Path) -> dict:
+    """A deploy session on a first install, a second session opening during the bootstrap, then the bootstrap and the
+    ingestion of what was spooled."""
     data = base / "plugin-data" / "recall-recall"
     project = base / "projects" / "demo"
     (project / ".git").mkdir(parents=True)
     hooks = cold_runner(bare_python, data)
     results: list = []
-    try:
-        play_deploy_session(make_session(hooks, project, results),
-                            f"Note for later: {FACT}. The db password={SECRET}")
-        during = {
-            "state": bootstrap_state(data).get("state"),
-            "spool": [p.read_text(encoding="utf-8") for p in spooled(data)],
-            "spawns": bootstrap_spawns(data),
-        }
-        # A second session opening while the bootstrap still runs: captured, not told again.
-        second = make_session(hooks, project, [])("SessionStart-startup")
-        during["second_state"] = bootstrap_state(data).get("state")
-        started = time.monotonic()
-        state = wait_bootstrap_done(data)
-        wait_ingested(data, events=6)
-        yield {"data": data, "project": project, "hooks": hooks, "results": results, "during": during,
-               "second": second, "state": state, "seconds": time.monotonic() - started}
-    finally:
-        finish(data)
+    play_deploy_session(make_session(hooks, project, results), f"Note for later: {FACT}. The db password={SECRET}")
+    during = {
+        "state": bootstrap_state(data).get("state"),
+        "spool": [p.read_text(encoding="utf-8") for p in spooled(data)],
+        "spawns": bootstrap_spawns(data),
+    }
+    # A second session opening while the bootstrap still runs: captured, not told again.
+    second = make_session(hooks, project, [])("SessionStart-startup")
+    during["second_state"] = bootstrap_state(data).get("state")
+    started = time.monotonic()
+    state = wait_bootstrap_done(data)
+    wait_ingested(data, events=6)
+    return {"data": data, "project": project, "hooks": hooks, "results": results, "during": during,
+            "second": second, "state": state, "seconds": time.monotonic() - started}
+
+
+@pytest.fixture(scope="module")
+def first_install():
+    return early("first_install")
 
 
 def test_first_session_hooks_return_at_once_and_spool(first_install):
@@ -300,9 +343,10 @@ def test_a_database_url_set_later_installs_its_driver(first_install, team_databa
 # --- parallel hooks on a fresh data dir ------------------------------------------------------------
 
 
-def test_parallel_hooks_start_exactly_one_bootstrap(bare_python, tmp_path):
-    data = tmp_path / "plugin-data" / "recall-recall"
-    project = tmp_path / "projects" / "demo"
+def parallel_race(bare_python: str, base: Path) -> dict:
+    """Six sessions starting at once on a fresh data dir, then the one bootstrap they started and the ingestion."""
+    data = base / "plugin-data" / "recall-recall"
+    project = base / "projects" / "demo"
     (project / ".git").mkdir(parents=True)
     hooks = cold_runner(bare_python, data)
     n = 6
@@ -314,25 +358,30 @@ def test_parallel_hooks_start_exactly_one_bootstrap(bare_python, tmp_path):
         barrier.wait()
         send("SessionStart-startup")
 
-    try:
-        threads = [threading.Thread(target=one_session) for _ in range(n)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
-        assert len(results) == n
-        for r in results:
-            assert r.returncode == 0 and r.ms < 3 * HOOK_BUDGET_MS, (r.ms, r.stderr)  # n hooks share the CPU
-            assert r.stdout.strip() == "" or set(r.output or {}) == {"systemMessage"}, r.stdout
-        notices = [r for r in results if r.stdout.strip()]
-        assert len(notices) == 1, f"the first-run notice was shown {len(notices)} times"
-        assert bootstrap_spawns(data) == 1
-        assert len(spooled(data)) == n
+    threads = [threading.Thread(target=one_session) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    seen = {"n": n, "results": list(results), "spawns": bootstrap_spawns(data), "spooled": len(spooled(data))}
+    wait_bootstrap_done(data)
+    seen["log"] = bootstrap_log(data)
+    wait_ingested(data, events=n)
+    seen["sessions"] = stored_counts(data)["sessions"]
+    return seen
 
-        wait_bootstrap_done(data)
-        log = bootstrap_log(data)
-        assert log.count("creating venv") == 1 and log.count("ready in") == 1, log[-3000:]
-        wait_ingested(data, events=n)
-        assert stored_counts(data)["sessions"] == n
-    finally:
-        finish(data)
+
+def test_parallel_hooks_start_exactly_one_bootstrap():
+    seen = early("parallel")
+    n, results = seen["n"], seen["results"]
+    assert len(results) == n
+    for r in results:
+        assert r.returncode == 0 and r.ms < 3 * HOOK_BUDGET_MS, (r.ms, r.stderr)  # n hooks share the CPU
+        assert r.stdout.strip() == "" or set(r.output or {}) == {"systemMessage"}, r.stdout
+    notices = [r for r in results if r.stdout.strip()]
+    assert len(notices) == 1, f"the first-run notice was shown {len(notices)} times"
+    assert seen["spawns"] == 1
+    assert seen["spooled"] == n
+    log = seen["log"]
+    assert log.count("creating venv") == 1 and log.count("ready in") == 1, log[-3000:]
+    assert seen["sessions"] == n

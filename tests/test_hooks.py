@@ -262,13 +262,22 @@ def test_the_fast_paths_data_dir_is_the_one_paths_resolves(monkeypatch, value):
 
 
 @pytest.mark.parametrize("length", [10, 60, 85, 86, 87, 120])
-def test_the_socket_the_fast_path_connects_to_is_the_workers(length):
-    from memory_store.shared import paths, wire
+@pytest.mark.parametrize("runtime_dir", ["", "/run/user/1000", "/" + "r" * 50])
+def test_the_socket_the_fast_path_connects_to_is_the_workers(monkeypatch, length, runtime_dir):
+    """protocol.py finds the worker's socket without os (wire.socket_file), where paths.py puts it: in the data dir,
+    or for a long data-dir path in a short private directory ($XDG_RUNTIME_DIR/recall when short, else /tmp)."""
+    import os
 
+    from memory_store.shared import paths, protocol, wire
+
+    monkeypatch.setenv("XDG_RUNTIME_DIR", runtime_dir)
     home = "/" + "d" * (length - 1)
-    mine = wire.socket_in_data_dir(home)
-    assert (mine or paths.socket_path(home)) == paths.socket_path(home)
-    assert (mine is None) == (len(home + "/runtime/worker.sock") >= wire.MAX_SOCKET_PATH)
+    mine = wire.socket_file(home, protocol._environ_str("XDG_RUNTIME_DIR"), os.getuid())
+    assert mine == paths.socket_path(home)
+    inside = len(home + "/runtime/worker.sock") < wire.MAX_SOCKET_PATH
+    assert mine.startswith(home + "/runtime/") == inside
+    if not inside:
+        assert mine.startswith("/run/user/1000/recall/" if runtime_dir == "/run/user/1000" else f"/tmp/recall-{os.getuid()}/")
 
 
 def test_the_fast_paths_log_line_rotates_and_a_data_dir_open_to_others_is_closed(tmp_path, monkeypatch):

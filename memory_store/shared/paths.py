@@ -22,10 +22,9 @@ locations as `pathlib.Path` objects to everything else.
 import os
 import sys
 
-from .wire import (DATABASE_URL_ENV, ENDPOINT_NAME, HOME_ENV, LOG_NAME, LOGS_DIR, MAX_SOCKET_PATH, PAUSE_FILE,
-                   RUNTIME_DIR, SOCKET_NAME, fnv1a64, socket_in_data_dir)
+from .wire import (APP_NAME, DATABASE_URL_ENV, ENDPOINT_NAME, HOME_ENV, LOG_NAME, LOGS_DIR, PAUSE_FILE, RUNTIME_DIR,
+                   SOCKET_NAME, fnv1a64, socket_file)
 
-APP_NAME = "recall"
 PLUGIN_DATA_DIRNAME = "recall-recall"  # <plugin>-<marketplace>, as Claude Code names it
 
 
@@ -58,27 +57,12 @@ def resolve_home(explicit: str | os.PathLike | None = None) -> str:
     return platform_data_dir()
 
 
-def short_socket_dir() -> str:
-    """A private per-user directory with a short path: $XDG_RUNTIME_DIR/recall if that is short, else
-    /tmp/recall-<uid> (not $TMPDIR, which may be long)."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and len(runtime) < 40 and os.path.isabs(runtime):
-        return os.path.join(runtime, APP_NAME)
-    uid = os.getuid() if hasattr(os, "getuid") else 0
-    return f"/tmp/{APP_NAME}-{uid}"
-
-
 def socket_path(home: str) -> str:
-    """The worker's Unix socket: in the data dir when the path fits, else in `short_socket_dir()`."""
-    if sys.platform != "win32":
-        path = socket_in_data_dir(home)  # what the hook's fast path computes without os
-        if path is not None:
-            return path
-    else:
-        path = os.path.join(home, RUNTIME_DIR, SOCKET_NAME)
-        if len(os.fsencode(path)) < MAX_SOCKET_PATH:
-            return path
-    return os.path.join(short_socket_dir(), fnv1a64(os.fsencode(home)) + ".sock")
+    """The worker's Unix socket (wire.socket_file: in the data dir when the path fits, else in a short private
+    directory). Windows has none: hooks reach the worker over loopback TCP (protocol.py)."""
+    if sys.platform == "win32":
+        return os.path.join(home, RUNTIME_DIR, SOCKET_NAME)
+    return socket_file(home, os.environ.get("XDG_RUNTIME_DIR", ""), os.getuid())
 
 
 def private_dir_is_ours(path: str) -> bool:

@@ -11,6 +11,8 @@ OK_PREFIX = b'{"ok":true,"body":'  # the worker's canonical success header (prot
 MAX_HEADER_BYTES = 1 << 20
 MAX_BODY_BYTES = 64 * 1024 * 1024
 
+APP_NAME = "recall"
+
 # Inside a data dir (paths.py has the whole layout).
 RUNTIME_DIR = "runtime"
 SOCKET_NAME = "worker.sock"
@@ -43,8 +45,16 @@ def fnv1a64(data: bytes) -> str:
     return f"{value:016x}"
 
 
-def socket_in_data_dir(home: str) -> str | None:
-    """POSIX: the worker's socket in the data dir `home` (an absolute path), or None when that path is too long for
-    the OS (paths.socket_path then picks a short private directory)."""
+def socket_file(home: str, runtime_dir: str, uid: int) -> str:
+    """POSIX: the worker's socket for the data dir `home` (an absolute path): in its runtime/ when that path fits the
+    OS's limit, else in a private per-user directory with a short path, named after the data dir: $XDG_RUNTIME_DIR/recall
+    (`runtime_dir`) if that is short, else /tmp/recall-<uid> (not $TMPDIR, which may be long). The worker makes and
+    checks that directory (worker/transport.py)."""
     path = home.rstrip("/") + "/" + RUNTIME_DIR + "/" + SOCKET_NAME
-    return path if len(path.encode("utf-8", "surrogateescape")) < MAX_SOCKET_PATH else None
+    if len(path.encode("utf-8", "surrogateescape")) < MAX_SOCKET_PATH:
+        return path
+    if runtime_dir and len(runtime_dir) < 40 and runtime_dir.startswith("/"):
+        folder = runtime_dir.rstrip("/") + "/" + APP_NAME
+    else:
+        folder = f"/tmp/{APP_NAME}-{uid}"
+    return folder + "/" + fnv1a64(home.encode("utf-8", "surrogateescape")) + ".sock"
