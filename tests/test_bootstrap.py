@@ -216,13 +216,23 @@ def cold_first_session(bare_python: str, base: Path) -> dict:
     started = time.monotonic()
     state = wait_bootstrap_done(data)
     wait_ingested(data, events=6)
+    seconds = time.monotonic() - started
+    stop_worker(data)  # not kept (~200 MB) through the rest of the suite: first_install wakes it for its tests
     return {"data": data, "project": project, "hooks": hooks, "results": results, "during": during,
-            "second": second, "state": state, "seconds": time.monotonic() - started}
+            "second": second, "state": state, "seconds": seconds}
 
 
 @pytest.fixture(scope="module")
 def first_install():
-    return early("first_install")
+    """The cold first session, and the worker its bootstrap set up, running again as a hook would start it."""
+    from memory_store.hook import spawn
+    from memory_store.shared.logs import JsonLog
+
+    seen = early("first_install")
+    paths = DataPaths(seen["data"])
+    assert spawn.start_worker(paths, JsonLog(paths.log_file, "test"))[0] == "worker"
+    assert wait_for(lambda: worker_health(seen["data"]), 60), "the bootstrapped venv's worker did not start"
+    return seen
 
 
 def test_first_session_hooks_return_at_once_and_spool(first_install):
@@ -368,6 +378,7 @@ def parallel_race(bare_python: str, base: Path) -> dict:
     seen["log"] = bootstrap_log(data)
     wait_ingested(data, events=n)
     seen["sessions"] = stored_counts(data)["sessions"]
+    stop_worker(data)  # nothing more runs here: its ~250 MB are not kept for the rest of the suite
     return seen
 
 

@@ -144,9 +144,10 @@ def test_calls_at_once_and_a_query_beside_its_search_give_the_same_vectors(embed
 def test_the_shipped_model_runs_int8_products_that_give_the_published_graphs_vectors(embedder):
     """core/minilm.py hands the weight products to onnxruntime's int8 kernels (this machine has them): the vectors are
     the published float32 graph's within rounding, and a text's vector does not depend on what it is batched with."""
+    from memory_store.core.embed import Embedder
     from memory_store.core.minilm import int8_kernels
 
-    published = load_embedder(EmbeddingConfig(int8=False))
+    published = Embedder(DEFAULT_MODEL, EmbeddingConfig(int8=False))  # not load_embedder: not kept for the suite
     assert embedder.int8 and not published.int8
     texts = [a for a, _b, _r in REFERENCE_PAIRS] + ["x " * 400, "Why did the rugosun CSV importer time out?"]
     for mine, theirs in zip(embedder.embed(texts), published.embed(texts)):
