@@ -125,6 +125,38 @@ def test_a_small_store_is_held_whole(backend, home):
     recall.close()
 
 
+def test_a_bigger_store_keeps_its_older_vectors_in_int8_and_searches_all_time_in_ram(backend, home):
+    """Past whole_up_to, a store of at most archive_up_to memories keeps its older vectors in an int8 archive: an
+    all-time search reads RAM and finds what the index finds (similarities within 0.003), a single old vector still
+    comes from the index (exact), a forget by another process leaves the archive, and a store past archive_up_to
+    keeps only its window."""
+    now = time.time()
+    writer = open_recall(home)
+    recent_ids = fill(writer, "/p/a", TEXTS, now - DAY)
+    old = fill(writer, "/p/a", ["the deploy script timed out on staging a year ago",
+                                "payments used to retry five times last spring"], now - 365 * DAY)
+    reader = open_recall(home)
+    embedder = reader.models.load_embedder()
+    size = len(TEXTS) + 2
+    archived = RecentVectors(8, embedder.dim, whole_up_to=0, archive_up_to=size)
+    reader.store.keep_recent_vectors(archived)
+    assert archived.covers(None) and old[0] not in archived.row_of and set(recent_ids) <= set(archived.row_of)
+    query = embedder.embed_query("deploy script timing out on staging")
+    in_ram = reader.store.nearest(query, 4, "/p/a", None, None)
+    on_disk = reader.store._index_nearest([query], 4, "/p/a", None, None)[0]
+    assert set(in_ram) == set(on_disk) and old[0] in in_ram
+    assert all(abs(in_ram[i] - on_disk[i]) < 0.003 for i in in_ram)
+    assert reader.store.vector_of(old[0]) == reader.store._index_vectors([old[0]])[old[0]]  # exact, from the index
+    writer.forget([old[0]])
+    time.sleep(0.06)  # past SYNC_SECONDS
+    assert old[0] not in reader.store.nearest(query, 4, "/p/a", None, None)
+    windowed = RecentVectors(8, embedder.dim, whole_up_to=0, archive_up_to=size - 2)  # now past it
+    reader.store.keep_recent_vectors(windowed)
+    assert windowed.archive is None and not windowed.covers(None)
+    reader.close()
+    writer.close()
+
+
 def test_nearest_each_of_some_kinds(backend, home):
     now = time.time()
     recall = open_recall(home)

@@ -242,8 +242,13 @@ def _later_statements(store, shown: str, own_ids: set[int], project: str, since:
         named.extend(store.lexical_candidates([name], None, NEIGHBOURS, project, since + 1e-6, None))
     near_values = sorted({word for _, (_, context) in _values(shown) for word in context})
     if by_words and near_values:  # the words around its values: the same setting, named in words or in code
-        named.extend(store.lexical_candidates(near_values[:LOOKUP_WORDS], None, NEIGHBOURS, project, since + 1e-6,
-                                              None))
+        words = near_values[:LOOKUP_WORDS]
+        # In a big project a match must hold one of the rarer of them, as a search's own words (term_frequency.py):
+        # words most memories hold matched tens of thousands of rows at 100k (15 ms a lookup). When every one is
+        # that common, the words say nothing of a setting: the nearest in meaning and the named settings remain.
+        required = store.selective_terms(words, project)
+        if required:
+            named.extend(store.lexical_candidates(words, required, NEIGHBOURS, project, since + 1e-6, None))
     vectors = store.vectors_of(ids + named)
     close = []  # (memory id, similarity to the question): the vectors are read at once, the rows once
     for memory_id in dict.fromkeys(ids + named):

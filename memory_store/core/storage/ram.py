@@ -22,6 +22,9 @@ GLOBAL_CHECK_SECONDS = 30.0  # how long "there are global memories" is believed 
 
 class RamVectors:
     recent_vectors: "RecentVectors | None" = None  # set by keep_recent_vectors
+    # Up to this many memories every vector older than the window is held too, in int8 (recent_vectors.py): a backend
+    # that scans its index for an all-time search asks for it; one with an index that answers fast does not.
+    ARCHIVE_UP_TO = 0
 
     # --- what the backend supplies ----------------------------------------------------------------
 
@@ -104,7 +107,7 @@ class RamVectors:
             return None
         from .recent_vectors import RecentVectors
 
-        recent = RecentVectors(days, dim)
+        recent = RecentVectors(days, dim, archive_up_to=self.ARCHIVE_UP_TO)
         self.keep_recent_vectors(recent)
         return recent
 

@@ -6,10 +6,11 @@ for newer values) and dozens of single vectors (episodes, follow-ups); a shared 
 each of those with a round trip. numpy does the same scan in ~0.2 ms and a single vector in a
 dictionary lookup.
 
-Only memories created within `days` are held (the warm window and a margin: a week of heavy use
+Memories created within `days` are held in float32 (the warm window and a margin: a week of heavy use
 is ~15 MB); a search reaching further back (an explicit reference to the past, `recall search`)
 goes to the backend's index, unless RAM holds every vector: in a store of at most WHOLE_UP_TO memories
-(~31 MB of vectors), or a young one (no memory older than the window). Each vector's kind is kept beside
+(~31 MB of vectors), in a young one (no memory older than the window), or where the backend keeps an int8
+archive of the older ones (SQLite, up to its ARCHIVE_UP_TO memories). Each vector's kind is kept beside
 it, so a search for statements skips tool outputs before the product. The copy follows the database
 through a log every vector write appends to (the backend's VectorFeed: sqlite/vectors.py,
 postgres/feed.py): `sync` reads what was logged since the last sync, so vectors written by another
@@ -49,27 +50,25 @@ class VectorFeed(Protocol):
 # A store this small is held whole, whatever its memories' age: an all-time search (`recall search`) then reads RAM
 # as the prompt's does (10k memories: sqlite-vec scans them in ~7 ms, numpy in under 1 ms; 20k vectors are ~31 MB).
 WHOLE_UP_TO = 20_000
+# A bigger one keeps its window in float32 and, where the backend asks for it (SQLite: storage/ram.py), every older
+# vector in int8, a quarter of the size (one scale per vector, |error| of a cosine <= 0.002): all-time searches and the
+# newer-value checks of old memories read RAM instead of scanning sqlite-vec. At 100k memories a search's vector step
+# took 77 ms and its newer-value checks 45 ms more; the int8 archive is read in ~7 ms and holds ~40 MB.
 SYNC_SECONDS = 0.05  # a search sees vectors written elsewhere this fresh (the worker's own: at once)
 RELOAD_AFTER = DAY  # the window slides: reload (dropping what aged out) this often
-ARRAYS = ("matrix", "ids", "created", "project_codes", "kind_codes", "alive")  # one row per vector
+CHUNK = 8192  # int8 rows turned into floats at a time (a product over all of them at once would copy them all)
 
 
-class RecentVectors:
-    def __init__(self, days: float, dim: int, whole_up_to: int = WHOLE_UP_TO):
-        self.days = days
-        self.dim = dim
-        self.whole_up_to = whole_up_to
-        self.lock = threading.RLock()
-        self.loaded = False
-        self.start = 0.0  # vectors of memories created from here on are all held
-        self.complete = False  # ...and there is no older vector: RAM holds every one
-        self.loaded_at = 0.0
-        self.seq = None  # the feed's token of the last change applied
-        self.synced_at = 0.0
-        self._clear(64)
+class VectorTable:
+    """Vectors with what a search filters on (memory id, creation time, project, kind, alive), one row each, in
+    float32 or, `quantized`, in int8 with a scale per row."""
 
-    def _clear(self, capacity: int) -> None:
-        self.matrix = np.zeros((capacity, self.dim), dtype=np.float32)
+    ARRAYS = ("matrix", "scales", "ids", "created", "project_codes", "kind_codes", "alive")
+
+    def __init__(self, dim: int, quantized: bool, capacity: int = 64):
+        self.dim, self.quantized = dim, quantized
+        self.matrix = np.zeros((capacity, dim), dtype=np.int8 if quantized else np.float32)
+        self.scales = np.ones(capacity, dtype=np.float32)
         self.ids = np.zeros(capacity, dtype=np.int64)
         self.created = np.zeros(capacity, dtype=np.float64)
         self.project_codes = np.zeros(capacity, dtype=np.int32)
@@ -77,25 +76,121 @@ class RecentVectors:
         self.alive = np.zeros(capacity, dtype=bool)
         self.size = 0
         self.row_of: dict[int, int] = {}
+
+    def put(self, memory_id: int, vector, created_at: float, project_code: int, kind_code: int) -> None:
+        row = self.row_of.get(memory_id)
+        if row is None:
+            if self.size == len(self.ids):
+                self._grow()
+            row, self.size = self.size, self.size + 1
+            self.row_of[memory_id] = row
+        if self.quantized:
+            scale = float(np.abs(vector).max()) / 127.0 or 1.0
+            self.matrix[row] = np.round(vector / scale).astype(np.int8)
+            self.scales[row] = scale
+        else:
+            self.matrix[row] = vector
+        self.ids[row] = memory_id
+        self.created[row] = created_at
+        self.project_codes[row] = project_code
+        self.kind_codes[row] = kind_code
+        self.alive[row] = True
+
+    def drop(self, memory_id: int) -> bool:
+        row = self.row_of.pop(memory_id, None)
+        if row is not None:
+            self.alive[row] = False
+        return row is not None
+
+    def get(self, memory_id: int) -> bytes | None:
+        """A float32 row's vector (an int8 one is only near it: the backend answers for those)."""
+        row = self.row_of.get(memory_id)
+        return None if row is None or self.quantized else self.matrix[row].tobytes()
+
+    def _grow(self) -> None:
+        capacity = len(self.ids) * 2
+        for name in self.ARRAYS:
+            old = getattr(self, name)
+            new = np.zeros((capacity,) + old.shape[1:], dtype=old.dtype)
+            new[: len(old)] = old
+            setattr(self, name, new)
+
+    def similarities(self, queries, project_code: int | None, since: float | None, until: float | None,
+                     kind_codes: list[int] | None):
+        """(memory ids, their cosine similarity to each query: rows x queries) of the live rows that pass the filters.
+        Reading the matrix is the cost (~1 ms for 7,000 float32 vectors): every filter that leaves rows out before
+        the product pays."""
+        n = self.size
+        mask = self.alive[:n].copy()
+        if project_code is not None:
+            mask &= self.project_codes[:n] == project_code
+        if since is not None:
+            mask &= self.created[:n] >= since
+        if until is not None:
+            mask &= self.created[:n] <= until
+        if kind_codes is not None:
+            mask &= np.isin(self.kind_codes[:n], kind_codes)
+        rows = np.flatnonzero(mask)
+        if not len(rows):
+            return self.ids[:0], np.zeros((0, queries.shape[1]), dtype=np.float32)
+        if not self.quantized:
+            # A few rows are gathered first, most rows are not.
+            found = self.matrix[rows] @ queries if len(rows) * 4 < n else (self.matrix[:n] @ queries)[rows]
+            return self.ids[rows], found
+        found = np.empty((len(rows), queries.shape[1]), dtype=np.float32)
+        for start in range(0, len(rows), CHUNK):
+            part = rows[start:start + CHUNK]
+            found[start:start + len(part)] = (self.matrix[part].astype(np.float32) @ queries) * self.scales[part, None]
+        return self.ids[rows], found
+
+    def nbytes(self) -> int:
+        return sum(getattr(self, name).nbytes for name in self.ARRAYS)
+
+
+class RecentVectors:
+    def __init__(self, days: float, dim: int, whole_up_to: int = WHOLE_UP_TO, archive_up_to: int = 0):
+        self.days = days
+        self.dim = dim
+        self.whole_up_to = whole_up_to
+        self.archive_up_to = archive_up_to  # a store of more memories keeps only its window (0: never an archive)
+        self.lock = threading.RLock()
+        self.loaded = False
+        self.start = 0.0  # vectors of memories created from here on are all held in float32
+        self.complete = False  # ...and every older one is in the int8 archive, if any: RAM holds every vector
+        self.loaded_at = 0.0
+        self.seq = None  # the feed's token of the last change applied
+        self.synced_at = 0.0
+        self._clear(64, archive=False)
+
+    def _clear(self, capacity: int, archive: bool) -> None:
+        self.window = VectorTable(self.dim, quantized=False, capacity=capacity)
+        self.archive = VectorTable(self.dim, quantized=True) if archive else None
         self.codes: dict[str, int] = {}  # project -> code
         self.kinds: dict[str | None, int] = {}  # kind -> code
+
+    @property
+    def row_of(self) -> dict[int, int]:
+        """memory id -> row of the vectors held in float32 (the window)."""
+        return self.window.row_of
 
     # --- keeping up with the database --------------------------------------------------------------
 
     def sync(self, index: VectorFeed, *, force: bool = False) -> None:
-        """Apply the vector writes logged since the last sync (everything, the first time)."""
+        """Apply the vector writes logged since the last sync (everything, the first time). The window slides (a
+        reload, RELOAD_AFTER) only when `force`d, as the worker's background thread does after writing vectors:
+        a search never waits for one (a big store's reload reads every vector, ~2 s at 100k)."""
         now = time.monotonic()
         if not force and self.loaded and now - self.synced_at < SYNC_SECONDS:
             return
+        if not self.loaded or (force and time.time() - self.loaded_at > RELOAD_AFTER):
+            self._reload(index)
+            return
         with self.lock:
             self.synced_at = now
-            if not self.loaded or time.time() - self.loaded_at > RELOAD_AFTER:
-                self._reload(index)
-                return
             if index.last_change() == self.seq:
                 return
             changes = index.changes_since(self.seq)
-            if changes is None:
+            if changes is None:  # the log was cut short (the index was rebuilt): read it all again
                 self._reload(index)
                 return
             self.seq, changed = changes
@@ -106,49 +201,39 @@ class RecentVectors:
                 self._put(*row)
 
     def _reload(self, index: VectorFeed) -> None:
+        """Read every vector the copy holds into new tables, then swap them in: searches go on meanwhile with the old
+        ones, and what was written during the read is applied by the next sync (from the token taken first)."""
         seq = index.last_change()
-        self.loaded_at = time.time()
-        self.start = self.loaded_at - self.days * DAY
-        if self.whole_up_to and index.count_memories(self.whole_up_to + 1) <= self.whole_up_to:
-            self.start = 0.0  # a small store: every vector
-        rows = index.rows_since(self.start)
-        self._clear(max(64, int(len(rows) * 1.25)))
-        for row in rows:
-            self._put(*row)
-        self.complete = not index.has_vector_before(self.start)
-        self.seq, self.loaded = seq, True
+        loaded_at = time.time()
+        start = loaded_at - self.days * DAY
+        most = max(self.whole_up_to, self.archive_up_to)
+        size = index.count_memories(most + 1) if most else 0
+        if self.whole_up_to and size <= self.whole_up_to:
+            start = 0.0  # a small store: every vector, in float32
+        fresh = RecentVectors(self.days, self.dim, self.whole_up_to, self.archive_up_to)
+        fresh.start = start
+        fresh._clear(64, archive=self.archive_up_to > 0 and start > 0 and size <= self.archive_up_to)
+        fresh.complete = fresh.archive is not None or not index.has_vector_before(start)
+        for row in index.rows_since(0.0 if fresh.archive is not None else start):  # as they come: no list of all
+            fresh._put(*row)
+        with self.lock:
+            self.window, self.archive, self.codes, self.kinds = fresh.window, fresh.archive, fresh.codes, fresh.kinds
+            self.start, self.complete, self.loaded_at = start, fresh.complete, loaded_at
+            self.seq, self.synced_at, self.loaded = seq, time.monotonic(), True
 
     def _put(self, memory_id: int, project: str, created_at: float, embedding: bytes, kind: str | None) -> None:
-        if created_at < self.start:
-            self.complete = False  # e.g. an import of old transcripts
-            return
         if len(embedding) != self.dim * 4:
             return
-        row = self.row_of.get(memory_id)
-        if row is None:
-            if self.size == len(self.ids):
-                self._grow()
-            row, self.size = self.size, self.size + 1
-            self.row_of[memory_id] = row
-        self.matrix[row] = np.frombuffer(embedding, dtype=np.float32)
-        self.ids[row] = memory_id
-        self.created[row] = created_at
-        self.project_codes[row] = self.codes.setdefault(project, len(self.codes) + 1)
-        self.kind_codes[row] = self.kinds.setdefault(kind, len(self.kinds) + 1)
-        self.alive[row] = True
+        table = self.window if created_at >= self.start else self.archive
+        if table is None:
+            self.complete = False  # e.g. an import of old transcripts
+            return
+        codes = (self.codes.setdefault(project, len(self.codes) + 1), self.kinds.setdefault(kind, len(self.kinds) + 1))
+        table.put(memory_id, np.frombuffer(embedding, dtype=np.float32), created_at, *codes)
 
     def _drop(self, memory_id: int) -> None:
-        row = self.row_of.pop(memory_id, None)
-        if row is not None:
-            self.alive[row] = False
-
-    def _grow(self) -> None:
-        capacity = len(self.ids) * 2
-        for name in ARRAYS:
-            old = getattr(self, name)
-            new = np.zeros((capacity,) + old.shape[1:], dtype=old.dtype)
-            new[: len(old)] = old
-            setattr(self, name, new)
+        if not self.window.drop(memory_id) and self.archive is not None:
+            self.archive.drop(memory_id)
 
     # --- reading -----------------------------------------------------------------------------------
 
@@ -157,9 +242,9 @@ class RecentVectors:
         return self.loaded and (self.complete or (since is not None and since >= self.start))
 
     def get(self, memory_id: int) -> bytes | None:
+        """A vector of the window (one of the int8 archive only approximates its vector: the backend has it)."""
         with self.lock:
-            row = self.row_of.get(memory_id)
-            return None if row is None else self.matrix[row].tobytes()
+            return self.window.get(memory_id)
 
     def nearest(self, vector: bytes, k: int, project: str | None, since: float | None,
                 until: float | None) -> dict[int, float]:
@@ -168,27 +253,16 @@ class RecentVectors:
 
     def nearest_each(self, vectors: list[bytes], k: int, project: str | None, since: float | None,
                      until: float | None, kinds: tuple[str, ...] | None = None) -> list[dict[int, float]]:
-        """`nearest` for several query vectors at once (one pass over the matrix), of these kinds only
-        if given. Reading the matrix is the cost (~1 ms for 7,000 vectors): every filter that
-        leaves rows out before the product pays."""
+        """`nearest` for several query vectors at once (one pass over the window, and over the archive when the
+        search reaches before the window), of these kinds only if given."""
         queries = np.stack([np.frombuffer(v, dtype=np.float32) for v in vectors], axis=1)
         with self.lock:
-            n = self.size
-            mask = self.alive[:n].copy()
-            if project is not None:
-                mask &= self.project_codes[:n] == self.codes.get(project, -1)
-            if since is not None:
-                mask &= self.created[:n] >= since
-            if until is not None:
-                mask &= self.created[:n] <= until
-            if kinds is not None:
-                mask &= np.isin(self.kind_codes[:n], [self.kinds[kind] for kind in kinds if kind in self.kinds])
-            rows = np.flatnonzero(mask)
-            if not len(rows):
-                return [{} for _ in vectors]
-            # Reading the matrix is the cost: a few rows are gathered first, most rows are not.
-            similarity = self.matrix[rows] @ queries if len(rows) * 4 < n else (self.matrix[:n] @ queries)[rows]
-            ids = self.ids[rows]
+            project_code = None if project is None else self.codes.get(project, -1)
+            kind_codes = None if kinds is None else [self.kinds[kind] for kind in kinds if kind in self.kinds]
+            ids, similarity = self.window.similarities(queries, project_code, since, until, kind_codes)
+            if self.archive is not None and (since is None or since < self.start):
+                old_ids, old = self.archive.similarities(queries, project_code, since, until, kind_codes)
+                ids, similarity = np.concatenate([ids, old_ids]), np.concatenate([similarity, old])
         found = []
         for column in similarity.T:
             best = np.argpartition(-column, k - 1)[:k] if len(column) > k else np.arange(len(column))
@@ -202,4 +276,4 @@ class RecentVectors:
                 self._drop(memory_id)
 
     def nbytes(self) -> int:
-        return sum(getattr(self, name).nbytes for name in ARRAYS)
+        return self.window.nbytes() + (self.archive.nbytes() if self.archive is not None else 0)

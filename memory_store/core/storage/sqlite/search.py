@@ -144,6 +144,10 @@ class SqliteSearch:
 
     # --- meaning (storage/ram.py searches; these are its sqlite-vec side) -------------------------------
 
+    # sqlite-vec scans every vector of a search's scope: the worker keeps a big store's older vectors in RAM too, in
+    # int8 (recent_vectors.py), up to this many memories (~100 MB); beyond, all-time searches scan the index.
+    ARCHIVE_UP_TO = 250_000
+
     def _vector_feed(self):
         return self.vectors
 
