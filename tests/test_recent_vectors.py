@@ -157,6 +157,32 @@ def test_a_bigger_store_keeps_its_older_vectors_in_int8_and_searches_all_time_in
     writer.close()
 
 
+def test_a_big_int8_table_multiplies_only_the_rows_whose_signs_agree_most(monkeypatch):
+    """Past PREFILTER_FROM rows an int8 table keeps, per query, the PREFILTER rows closest by their sign bits before
+    multiplying: a stored vector asked for itself is always among them, and what comes back is a subset of the rows
+    with the same similarities as without the prefilter."""
+    import numpy as np
+
+    from memory_store.core.storage import recent_vectors
+
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((300, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    table = recent_vectors.VectorTable(384, quantized=True)
+    for i, vector in enumerate(vectors):
+        table.put(1000 + i, vector, 1.0, 1, 1)
+    queries = vectors[[5, 77, 123]].T
+    full_ids, full = table.similarities(queries, None, None, None, None)
+    monkeypatch.setattr(recent_vectors, "PREFILTER_FROM", 100)
+    monkeypatch.setattr(recent_vectors, "PREFILTER", 20)
+    ids, found = table.similarities(queries, None, None, None, None)
+    assert len(ids) < 3 * 20 + 1 and set(ids) <= set(full_ids)
+    for column, own in enumerate((1005, 1077, 1123)):
+        assert ids[np.argmax(found[:, column])] == own and found[:, column].max() > 0.99
+    where = {memory_id: row for row, memory_id in enumerate(full_ids)}
+    assert np.allclose(found, full[[where[i] for i in ids]])
+
+
 def test_nearest_each_of_some_kinds(backend, home):
     now = time.time()
     recall = open_recall(home)

@@ -179,16 +179,23 @@ class Worker:
         return {}
 
     def search(self, message: dict) -> dict:
-        self.refresh_config()
-        self.ingest_spool()  # a search must see every captured event
-        place = message.get("place")
-        if isinstance(place, str) and place and message.get("project"):
-            self.recall.store.note_project_path(str(message["project"]), place)
-        hits = self.recall.search(
-            str(message.get("query", "")), limit=int(message.get("limit", 10)), project=message.get("project"),
-            shown=message.get("shown") if message.get("shown") in SHOWN else None,
-        )
-        return {"ok": True, "hits": [h.model_dump(mode="json") for h in hits]}
+        with stages.timed() as timings:
+            with stages.stage("housekeeping"):
+                self.refresh_config()
+                self.ingest_spool()  # a search must see every captured event
+                place = message.get("place")
+                if isinstance(place, str) and place and message.get("project"):
+                    self.recall.store.note_project_path(str(message["project"]), place)
+            hits = self.recall.search(
+                str(message.get("query", "")), limit=int(message.get("limit", 10)), project=message.get("project"),
+                shown=message.get("shown") if message.get("shown") in SHOWN else None,
+            )
+            with stages.stage("render"):
+                answer = {"ok": True, "hits": [h.model_dump(mode="json") for h in hits]}
+        if self.config.worker.log_level == "debug":
+            self.log.write("debug", "stages", op="search", total_ms=round(timings.total_ms(), 2),
+                           **{f"{name}_ms": ms for name, ms in timings.rounded().items()})
+        return answer
 
     def health(self) -> dict:
         try:

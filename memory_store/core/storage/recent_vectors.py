@@ -57,18 +57,24 @@ WHOLE_UP_TO = 20_000
 SYNC_SECONDS = 0.05  # a search sees vectors written elsewhere this fresh (the worker's own: at once)
 RELOAD_AFTER = DAY  # the window slides: reload (dropping what aged out) this often
 CHUNK = 8192  # int8 rows turned into floats at a time (a product over all of them at once would copy them all)
+# Past this many int8 rows a search first keeps, for each query, the PREFILTER rows whose signs agree with it most (a
+# Hamming distance over 48 bytes a vector: ~2 ms at 100k, where turning every row into floats took ~9), and only those
+# are multiplied. Measured on 10,000 real vectors, the best 120 by the full product were found 99.6 % of the time with
+# 2,000 kept (and on the 100k bench store as often as without it).
+PREFILTER_FROM, PREFILTER = 40_000, 4_000
 
 
 class VectorTable:
     """Vectors with what a search filters on (memory id, creation time, project, kind, alive), one row each, in
     float32 or, `quantized`, in int8 with a scale per row."""
 
-    ARRAYS = ("matrix", "scales", "ids", "created", "project_codes", "kind_codes", "alive")
+    ARRAYS = ("matrix", "scales", "signs", "ids", "created", "project_codes", "kind_codes", "alive")
 
     def __init__(self, dim: int, quantized: bool, capacity: int = 64):
         self.dim, self.quantized = dim, quantized
         self.matrix = np.zeros((capacity, dim), dtype=np.int8 if quantized else np.float32)
         self.scales = np.ones(capacity, dtype=np.float32)
+        self.signs = np.zeros((capacity if quantized else 0, -(-dim // 64)), dtype=np.uint64)  # int8 rows' sign bits
         self.ids = np.zeros(capacity, dtype=np.int64)
         self.created = np.zeros(capacity, dtype=np.float64)
         self.project_codes = np.zeros(capacity, dtype=np.int32)
@@ -88,6 +94,7 @@ class VectorTable:
             scale = float(np.abs(vector).max()) / 127.0 or 1.0
             self.matrix[row] = np.round(vector / scale).astype(np.int8)
             self.scales[row] = scale
+            self.signs[row] = sign_bits(vector)
         else:
             self.matrix[row] = vector
         self.ids[row] = memory_id
@@ -111,6 +118,8 @@ class VectorTable:
         capacity = len(self.ids) * 2
         for name in self.ARRAYS:
             old = getattr(self, name)
+            if not len(old) and name == "signs":
+                continue  # a float32 table keeps no sign bits
             new = np.zeros((capacity,) + old.shape[1:], dtype=old.dtype)
             new[: len(old)] = old
             setattr(self, name, new)
@@ -137,14 +146,29 @@ class VectorTable:
             # A few rows are gathered first, most rows are not.
             found = self.matrix[rows] @ queries if len(rows) * 4 < n else (self.matrix[:n] @ queries)[rows]
             return self.ids[rows], found
+        if len(rows) > PREFILTER_FROM and hasattr(np, "bitwise_count"):  # numpy 2.0+
+            rows = self._closest_signs(rows, queries)
         found = np.empty((len(rows), queries.shape[1]), dtype=np.float32)
         for start in range(0, len(rows), CHUNK):
             part = rows[start:start + CHUNK]
             found[start:start + len(part)] = (self.matrix[part].astype(np.float32) @ queries) * self.scales[part, None]
         return self.ids[rows], found
 
+    def _closest_signs(self, rows, queries):
+        """Of these rows, those among the PREFILTER closest to some query by their sign bits."""
+        signs = self.signs[rows]
+        kept = [np.argpartition(np.bitwise_count(signs ^ sign_bits(query)).sum(axis=1, dtype=np.int32), PREFILTER)
+                [:PREFILTER] for query in queries.T]
+        return rows[np.unique(np.concatenate(kept))]
+
     def nbytes(self) -> int:
         return sum(getattr(self, name).nbytes for name in self.ARRAYS)
+
+
+def sign_bits(vector) -> np.ndarray:
+    """A vector's signs, 64 to a word (the last one padded with zeros)."""
+    packed = np.packbits(vector > 0)
+    return np.pad(packed, (0, -len(packed) % 8)).view(np.uint64)
 
 
 class RecentVectors:
