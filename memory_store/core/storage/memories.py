@@ -24,19 +24,21 @@ class Memories:
     ROW_VECTOR = None  # SQL of a row's vector where it lives in the memories row (read along with turns)
 
     def _conversation_rows(self, memories: list[Memory], before: int, after: int, span: float) -> list[tuple]:
-        """(n, side, vector, *MEMORY_COLUMNS) of the turns before (side 0) and from (side 1) each memories[n]."""
+        """(n, side, vector, *MEMORY_COLUMNS) of the turns before (side 0) and from (side 1) each memories[n]. Each
+        side's time range ends at the memory (ties broken by id), so the session's index is walked from there and
+        no further than the rows taken (a range of the whole span walked every row after the memory first)."""
         common = (f"SELECT {self.ROW_VECTOR or 'NULL'} AS vector, {MEMORY_COLUMNS} FROM memories "
                   f"WHERE session_id = ? AND project = ? AND kind IN ({marks(CONVERSATION_KINDS)}) "
                   "AND created_at BETWEEN ? AND ? ")
         parts, args = [], []
         for n, memory in enumerate(memories):
             at = memory.created_at.timestamp()
-            where = (memory.session_id, memory.project, *CONVERSATION_KINDS, at - span, at + span, at, at, memory.id)
-            parts.append(f"SELECT * FROM (SELECT {n} AS n, 0 AS side, * FROM ({common}AND (created_at < ? OR "
-                         "(created_at = ? AND id < ?)) ORDER BY created_at DESC, id DESC LIMIT ?) AS e) AS e" + str(n))
-            parts.append(f"SELECT * FROM (SELECT {n} AS n, 1 AS side, * FROM ({common}AND (created_at > ? OR "
-                         "(created_at = ? AND id >= ?)) ORDER BY created_at, id LIMIT ?) AS l) AS l" + str(n))
-            args += [*where, before, *where, after]
+            same = (memory.session_id, memory.project, *CONVERSATION_KINDS)
+            parts.append(f"SELECT * FROM (SELECT {n} AS n, 0 AS side, * FROM ({common}AND NOT (created_at = ? AND "
+                         "id >= ?) ORDER BY created_at DESC, id DESC LIMIT ?) AS e) AS e" + str(n))
+            parts.append(f"SELECT * FROM (SELECT {n} AS n, 1 AS side, * FROM ({common}AND NOT (created_at = ? AND "
+                         "id < ?) ORDER BY created_at, id LIMIT ?) AS l) AS l" + str(n))
+            args += [*same, at - span, at, at, memory.id, before, *same, at, at + span, at, memory.id, after]
         return self.db.all(" UNION ALL ".join(parts), args)
 
     def is_mine(self, memory: Memory) -> bool:
