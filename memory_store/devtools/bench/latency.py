@@ -143,7 +143,7 @@ def worker_rss_mb(home: Path) -> float | None:
 
 def measure_warm_query(home: Path, project: str, runs: int = 200) -> dict:
     """The warm-tier query as the worker runs it for a UserPromptSubmit (model loaded, recent vectors
-    in RAM)."""
+    in RAM, common words counted)."""
     from ...api import open_recall
     from ...core import tiers
 
@@ -151,6 +151,7 @@ def measure_warm_query(home: Path, project: str, runs: int = 200) -> dict:
     embedder = recall.models.load_embedder()  # once, before timing, as the worker does
     if embedder is not None:
         recall.store.recent_vectors_cache(recall.config.tiers.warm_window_days + 1, embedder.dim)
+    recall.store.count_common_words()  # as the worker does when it starts
     prompts = [f"Why does {s} time out against the staging cluster?" for s in SUBJECTS]
     times = []
     for i in range(runs):

@@ -3,7 +3,7 @@
 For each store size (default 10k, 100k, 1M memories of realistic length, spread over a year, embedded with
 reused real vectors as in `recall bench latency`), in a fresh data dir: database bytes per memory (the file
 and its WAL after a checkpoint; on PostgreSQL its tables and indexes), the time per `recall search` (hybrid,
-one project, all time) and per warm-tier query (the prompt path, recent vectors in RAM). With `--database-url`
+one project, all time, as the worker answers it) and per warm-tier query (the prompt path, recent vectors in RAM). With `--database-url`
 (an administrator's URL) each size runs on a throwaway PostgreSQL database too, in the same run. The run is
 time-limited: a size whose seeding would not fit in what is left of `seconds` is skipped, and its bytes are
 extrapolated from the largest size measured (said so in the report).
@@ -26,10 +26,15 @@ DAILY_MEMORIES = {"typical": 100, "heavy": 270}  # a working day of Claude Code:
 
 
 def measure_search(home: Path, project: str, runs: int = 40) -> dict:
+    """`recall search` as the worker answers it: model loaded, vectors in RAM as the worker holds them (a big SQLite
+    store's older ones in int8: storage/recent_vectors.py), its common words counted."""
     from ...api import open_recall
 
     recall = open_recall(home)
-    recall.models.load_embedder()
+    embedder = recall.models.load_embedder()
+    if embedder is not None:
+        recall.store.recent_vectors_cache(recall.config.tiers.warm_window_days + 1, embedder.dim)
+    recall.store.count_common_words()  # as the worker does when it starts
     times = []
     for i in range(runs):
         start = time.perf_counter()
