@@ -159,7 +159,9 @@ def test_the_shipped_model_runs_int8_products_that_give_the_published_graphs_vec
     assert not int8_kernels("1.32.0", "riscv64") and not int8_kernels("dev", "x86_64")
 
 
-def test_without_the_onnx_package_the_published_graph_runs_and_the_log_says_why(monkeypatch, tmp_path):
+def test_without_int8_products_the_published_graph_runs_and_the_log_says_why(monkeypatch, tmp_path):
+    """No onnx package, or a rewritten graph onnxruntime will not load: the published graph runs, and the log says
+    why."""
     from memory_store.core.embed import TOKENIZER_DIR, shipped_model_file
     from memory_store.core.minilm import MiniLM
     from memory_store.shared.logs import JsonLog
@@ -168,7 +170,15 @@ def test_without_the_onnx_package_the_published_graph_runs_and_the_log_says_why(
     log = tmp_path / "recall.log"
     model = MiniLM(shipped_model_file(), TOKENIZER_DIR, True, JsonLog(log, "test"))
     assert not model.int8 and len(next(model.embed(["still embeds"], 1))) == DEFAULT_DIM
-    assert "model_int8_unavailable" in log.read_text() and "onnx" in log.read_text()
+    assert "model_int8_unavailable" in log.read_text() and "onnx package" in log.read_text()
+
+    from memory_store.core import minilm
+
+    monkeypatch.delitem(sys.modules, "onnx")
+    monkeypatch.setattr(minilm, "int8_graph", lambda data: b"not a model")  # a rewrite onnxruntime refuses
+    model = MiniLM(shipped_model_file(), TOKENIZER_DIR, True, JsonLog(log, "test"))
+    assert not model.int8 and len(next(model.embed(["still embeds"], 1))) == DEFAULT_DIM
+    assert log.read_text().count("model_int8_unavailable") == 2
 
 
 NO_NETWORK_SCRIPT = r"""

@@ -148,22 +148,23 @@ class MiniLM:
         from tokenizers import Tokenizer
 
         self._np = np
-        data = Path(model_file).read_bytes()
-        self.int8 = False
-        if int8:
-            try:
-                if not int8_kernels(ort.__version__):
-                    raise GraphUnchanged(f"onnxruntime {ort.__version__} has no int8 kernels for {platform.machine()}")
-                data = int8_graph(data)
-                self.int8 = True
-            except GraphUnchanged as exc:
-                if log is not None:
-                    log.warning("model_int8_unavailable", reason=str(exc))
+        published = Path(model_file).read_bytes()
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.intra_op_num_threads = options.inter_op_num_threads = 1  # one core a call (embed.Embedder)
         options.log_severity_level = 3  # onnxruntime's notes on initializers it drops are not ours to show
-        self._session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+        self.int8, self._session = False, None
+        if int8:
+            try:
+                if not int8_kernels(ort.__version__):
+                    raise GraphUnchanged(f"onnxruntime {ort.__version__} has no int8 kernels for {platform.machine()}")
+                self._session = ort.InferenceSession(int8_graph(published), options, providers=["CPUExecutionProvider"])
+                self.int8 = True
+            except Exception as exc:  # GraphUnchanged, or whatever onnx or onnxruntime made of the rewrite
+                if log is not None:
+                    log.warning("model_int8_unavailable", reason=f"{type(exc).__name__}: {exc}")
+        if self._session is None:
+            self._session = ort.InferenceSession(published, options, providers=["CPUExecutionProvider"])
         self._inputs = {node.name for node in self._session.get_inputs()}
         config = json.loads((tokenizer_dir / "tokenizer_config.json").read_text(encoding="utf-8"))
         self._tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
