@@ -103,9 +103,7 @@ def hook_header(event: str, event_id: str, received_at: float, size: int) -> byt
     # CLAUDE_PID (the Claude Code process of this session): the worker stays while that process lives.
     claude_pid = getenv("CLAUDE_PID")
     session = f',"claude_pid":{int(claude_pid)}' if claude_pid.isdigit() and len(claude_pid) < 10 else ""
-    # The shared database this session's environment names, as a fingerprint (paths.database_env_fingerprint).
-    url = getenv(wire.DATABASE_URL_ENV).strip()
-    database = wire.fnv1a64(url.encode("utf-8", "replace")) if url else ""
+    database = wire.database_fingerprint(getenv(wire.DATABASE_URL_ENV))  # the shared database this session names
     return (f'{{"v":{protocol.PROTOCOL_VERSION},"op":"hook","event":"{safe_name(event)}",'
             f'"event_id":"{event_id}","received_at":{received_at:.6f},"client_version":"{__version__}",'
             f'"db":"{database}"{session},"body":{size}}}').encode("ascii")

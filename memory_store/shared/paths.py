@@ -23,7 +23,7 @@ import os
 import sys
 
 from .wire import (APP_NAME, DATABASE_URL_ENV, ENDPOINT_NAME, HOME_ENV, LOG_NAME, LOGS_DIR, PAUSE_FILE, RUNTIME_DIR,
-                   SOCKET_NAME, fnv1a64, socket_file)
+                   SOCKET_NAME, database_fingerprint, socket_file)
 
 PLUGIN_DATA_DIRNAME = "recall-recall"  # <plugin>-<marketplace>, as Claude Code names it
 
@@ -88,8 +88,7 @@ def database_env_fingerprint() -> str:
     sends it, and a worker started with another one hands over to a new worker (the store follows the
     session's environment). Never the URL itself: it may hold a password. (Here, not in database_url.py:
     the hook client imports nothing it does not need.)"""
-    url = (os.environ.get(DATABASE_URL_ENV) or "").strip()
-    return fnv1a64(url.encode("utf-8", "replace")) if url else ""
+    return database_fingerprint(os.environ.get(DATABASE_URL_ENV) or "")
 
 
 DB_RECOVERY_NOTE = "db-recovered.json"

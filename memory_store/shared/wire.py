@@ -45,6 +45,13 @@ def fnv1a64(data: bytes) -> str:
     return f"{value:016x}"
 
 
+def database_fingerprint(url: str) -> str:
+    """A short fingerprint of a database URL ('' for none): hooks send it, never the URL (it may hold a password), and
+    a worker started for another one hands over to a new worker (paths.database_env_fingerprint)."""
+    url = url.strip()
+    return fnv1a64(url.encode("utf-8", "replace")) if url else ""
+
+
 def socket_file(home: str, runtime_dir: str, uid: int) -> str:
     """POSIX: the worker's socket for the data dir `home` (an absolute path): in its runtime/ when that path fits the
     OS's limit, else in a private per-user directory with a short path, named after the data dir: $XDG_RUNTIME_DIR/recall
