@@ -268,11 +268,11 @@ def test_the_socket_the_fast_path_connects_to_is_the_workers(monkeypatch, length
     or for a long data-dir path in a short private directory ($XDG_RUNTIME_DIR/recall when short, else /tmp)."""
     import os
 
-    from memory_store.shared import paths, protocol, wire
+    from memory_store.shared import paths, wire
 
     monkeypatch.setenv("XDG_RUNTIME_DIR", runtime_dir)
     home = "/" + "d" * (length - 1)
-    mine = wire.socket_file(home, protocol._environ_str("XDG_RUNTIME_DIR"), os.getuid())
+    mine = wire.socket_file(home, wire.getenv("XDG_RUNTIME_DIR"), os.getuid())
     assert mine == paths.socket_path(home)
     inside = len(home + "/runtime/worker.sock") < wire.MAX_SOCKET_PATH
     assert mine.startswith(home + "/runtime/") == inside

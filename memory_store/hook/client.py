@@ -22,7 +22,7 @@ try:
     import posix as _os  # what `os` wraps, built into the interpreter: no import cost
 except ImportError:  # Windows
     import nt as _os
-POSIX = _os.__name__ == "posix"  # posix.environ holds bytes, nt.environ str; paths are plain on POSIX
+POSIX = _os.__name__ == "posix"  # paths are plain on POSIX
 
 from ..version import __version__
 from ..shared import protocol, wire
@@ -36,17 +36,11 @@ def safe_name(value: str) -> str:
     return "".join(c for c in value if c.isalpha())[:40] or "unknown"
 
 
-def getenv(name: str) -> str:
-    """An environment variable as `os.environ` would give it ('' when unset)."""
-    value = _os.environ.get(name.encode() if POSIX else name, "")
-    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
-
-
 def data_dir() -> str:
     """paths.resolve_home(), without `os` in the usual case: RECALL_HOME or CLAUDE_PLUGIN_DATA already an absolute,
     normal POSIX path (as Claude Code sets it), which abspath(expanduser()) would leave as it is."""
     for name in wire.HOME_ENV:
-        value = getenv(name)
+        value = wire.getenv(name)
         if value:
             if POSIX and value.startswith("/") and (value == "/" or not value.endswith("/")) \
                     and "//" not in value and "/./" not in value and "/../" not in value \
@@ -101,9 +95,9 @@ def fast_log(home: str, event: str, route: str, ms: float) -> None:
 
 def hook_header(event: str, event_id: str, received_at: float, size: int) -> bytes:
     # CLAUDE_PID (the Claude Code process of this session): the worker stays while that process lives.
-    claude_pid = getenv("CLAUDE_PID")
+    claude_pid = wire.getenv("CLAUDE_PID")
     session = f',"claude_pid":{int(claude_pid)}' if claude_pid.isdigit() and len(claude_pid) < 10 else ""
-    database = wire.database_fingerprint(getenv(wire.DATABASE_URL_ENV))  # the shared database this session names
+    database = wire.database_fingerprint(wire.getenv(wire.DATABASE_URL_ENV))  # the shared database this session names
     return (f'{{"v":{protocol.PROTOCOL_VERSION},"op":"hook","event":"{safe_name(event)}",'
             f'"event_id":"{event_id}","received_at":{received_at:.6f},"client_version":"{__version__}",'
             f'"db":"{database}"{session},"body":{size}}}').encode("ascii")
@@ -218,7 +212,7 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
     start = time.perf_counter()
     argv = sys.argv[1:] if argv is None else argv
     event = safe_name(argv[0]) if argv else "unknown"
-    if wire.disabled(getenv(wire.DISABLE_ENV)):  # RECALL_DISABLE=1: not even a log line
+    if wire.disabled(wire.getenv(wire.DISABLE_ENV)):  # RECALL_DISABLE=1: not even a log line
         return 0
     _os.umask(0o077)
     home = data_dir()

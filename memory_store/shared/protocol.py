@@ -23,16 +23,11 @@ import sys
 import time
 
 from .wire import ENDPOINT_NAME, MAX_BODY_BYTES, MAX_HEADER_BYTES, OK_PREFIX, PROTOCOL_VERSION, RUNTIME_DIR, \
-    socket_file
+    getenv, socket_file
 
 USE_TCP = sys.platform == "win32" or not hasattr(_socket, "AF_UNIX")
 if not USE_TCP:
-    import posix as _posix  # what os wraps: the socket's path needs the environment and the uid, not all of os
-
-
-def _environ_str(name: str) -> str:
-    value = _posix.environ.get(name.encode(), b"")
-    return value.decode("utf-8", "surrogateescape")
+    import posix as _posix  # what os wraps: the socket's path needs the uid, not all of os
 
 
 class WorkerUnavailable(Exception):
@@ -64,7 +59,7 @@ def _connect(home: str, timeout: float):
         else:
             token = None
             sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-            address = socket_file(home, _environ_str("XDG_RUNTIME_DIR"), _posix.getuid())
+            address = socket_file(home, getenv("XDG_RUNTIME_DIR"), _posix.getuid())
         sock.settimeout(timeout)
         try:
             sock.connect(address)

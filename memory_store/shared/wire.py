@@ -1,10 +1,17 @@
 """The names and numbers every recall process must agree on, importable without `os`.
 
 A hook's fast path (hook/client.py) reads these on every event, and importing `os` alone costs a hook ~1.5 ms, so
-this module imports nothing: the protocol's version and success header, where the worker's socket, the log and the
-pause file live inside a data dir, the size limits, and the environment variables a hook reads. paths.py,
-protocol.py, files.py and pause.py take their values from here.
+this module imports nothing but what `os` wraps, built into the interpreter: the protocol's version and success
+header, where the worker's socket, the log and the pause file live inside a data dir, the size limits, and the
+environment variables a hook reads (`getenv`). paths.py, protocol.py, files.py and pause.py take their values from
+here.
 """
+
+try:
+    import posix as _system  # no import cost: built in
+except ImportError:  # Windows
+    import nt as _system
+_BYTES_ENVIRON = _system.__name__ == "posix"  # posix.environ holds bytes, nt.environ str
 
 PROTOCOL_VERSION = 1
 OK_PREFIX = b'{"ok":true,"body":'  # the worker's canonical success header (protocol.ok_header)
@@ -30,6 +37,12 @@ HOME_ENV = ("RECALL_HOME", "CLAUDE_PLUGIN_DATA")  # the data dir, the first one 
 DATABASE_URL_ENV = "RECALL_DATABASE_URL"  # a shared database (database_url.py); wins over config.json
 DISABLE_ENV = "RECALL_DISABLE"  # RECALL_DISABLE=1: no capture, no injection for that process tree
 NOT_DISABLED = ("", "0", "false", "no", "off")
+
+
+def getenv(name: str) -> str:
+    """An environment variable as `os.environ` would give it ('' when unset)."""
+    value = _system.environ.get(name.encode() if _BYTES_ENVIRON else name, "")
+    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
 
 
 def disabled(value: str | None) -> bool:

@@ -25,7 +25,7 @@ def fts_expression(terms: list[str], required: list[str] | None = None) -> str |
 
 
 class SqliteSearch:
-    _vocabulary = None  # the text index's tokenizer, once a term's count is asked (_index_token)
+    _vocabulary = None  # the text index's tokenizer, once a word is counted (_vocabulary_of_index)
     # --- words ----------------------------------------------------------------------------------
 
     def selective_terms(self, terms: list[str], project: str | None) -> list[str]:
@@ -49,7 +49,7 @@ class SqliteSearch:
         for project, _own in projects:
             with self.db.lock:
                 total = self._count_holding(project, None)
-                self._index_token("x")  # the vocabulary tables exist from here on
+                self._vocabulary_of_index()
                 tokens = [t for (t,) in self.db.all("SELECT term FROM temp.memories_fts_vocab WHERE doc > ?",
                                                     (share * total,))]
                 counts: dict[str | None, int] = {None: total}
@@ -82,14 +82,19 @@ class SqliteSearch:
     def _index_token(self, term: str) -> str | None:
         """The one token the text index keeps for `term` (stemmed as memories_fts does), None when it makes more or
         fewer (then only a MATCH can count it)."""
-        if self._vocabulary is None:  # temp tables: per connection, nothing written to the file
+        tokens = self._vocabulary_of_index()(term.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None)
+        return tokens[0][2] if len(tokens) == 1 and isinstance(tokens[0][2], str) else None
+
+    def _vocabulary_of_index(self):
+        """The text index's tokenizer, with the index's vocabulary tables (temp.memories_fts_vocab: a token's memories;
+        temp.memories_fts_instances: where it stands) made on first use: per connection, nothing written to the file."""
+        if self._vocabulary is None:
             for table, kind in (("memories_fts_vocab", "row"), ("memories_fts_instances", "instance")):
                 self.db.run(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table} USING fts5vocab(main, memories_fts, "
                             f"'{kind}')")
             tokenizer, *options = FTS_TOKENIZE.split()
             self._vocabulary = self.db.conn.fts5_tokenizer(tokenizer, options)
-        tokens = self._vocabulary(term.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None)
-        return tokens[0][2] if len(tokens) == 1 and isinstance(tokens[0][2], str) else None
+        return self._vocabulary
 
     def lexical_candidates(self, terms: list[str], required: list[str] | None, n: int, project: str | None,
                            since: float | None, until: float | None) -> dict[int, float]:
