@@ -73,19 +73,22 @@ def early(name: str) -> dict:
         import tempfile
 
         base = Path(tempfile.mkdtemp(prefix="recall-cold-"))
-        for data in start_early(base):
-            _cleanups.append(data)
+        _cleanups.append((base, start_early(base)))
     return _early[name].result(timeout=BOOTSTRAP_TIMEOUT + 120)
 
 
-_cleanups: list[Path] = []
+_cleanups: list[tuple[Path, list[Path]]] = []
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _stop_what_ran_alone():
     yield
-    for data in _cleanups:
-        finish(data)
+    import shutil
+
+    for base, data_dirs in _cleanups:
+        for data in data_dirs:
+            finish(data)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def cold_runner(bare_python: str, data: Path) -> HookRunner:
