@@ -141,6 +141,27 @@ def test_calls_at_once_and_a_query_beside_its_search_give_the_same_vectors(embed
         floats(one_by_one.embed(["why does the billing job page someone?"])[0]), abs=1e-4)
 
 
+def test_a_query_started_ahead_is_taken_once_by_the_search_that_asks_for_it(embedder):
+    """The prompt hook starts the prompt's embedding before storing it (Embedder.start_ahead): the search then takes
+    that computation instead of starting its own, once; the next search of the same text computes it again."""
+    text = "why does the billing job page someone at night?"
+    calls = []
+    embed_query = embedder.embed_query
+    try:
+        embedder.embed_query = lambda t: calls.append(t) or embed_query(t)
+        embedder.start_ahead(text)
+        first = embedder.start_query(text)
+        assert first.result(timeout=30) and calls == [text]
+        second = embedder.start_query(text)
+        assert second is not first and second.result(timeout=30) == first.result() and calls == [text, text]
+        for n in range(20):  # started for searches that never came: a few are kept, not all
+            embedder.start_ahead(f"abandoned {n}")
+        assert len(embedder._ahead) <= 8
+    finally:
+        del embedder.embed_query
+        embedder._ahead.clear()
+
+
 def test_the_shipped_model_runs_int8_products_that_give_the_published_graphs_vectors(embedder):
     """core/minilm.py hands the weight products to onnxruntime's int8 kernels (this machine has them): the vectors are
     the published float32 graph's within rounding, and a text's vector does not depend on what it is batched with."""
@@ -251,6 +272,9 @@ class OtherModel:
 
     def embed(self, texts):
         return [self.embed_query(t) for t in texts]
+
+    def start_ahead(self, text):
+        pass
 
     def start_query(self, text):
         done = Future()

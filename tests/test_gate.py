@@ -152,6 +152,26 @@ def test_the_hook_stops_judging_once_it_has_taken_enough_and_decides_as_a_full_j
     assert hook.candidates[-1].taken
 
 
+def test_the_prompt_hook_embeds_a_prompt_once_beginning_before_it_is_stored(recall, demo):
+    """The prompt's embedding starts before the prompt is stored (gate.prepare) and the gate's search takes it: one
+    model call per prompt; a prompt the gate does not search for starts none."""
+    demo.session(HANG)
+    embedder, store = recall.models.embedder, recall.store
+    calls, order = [], []
+    embed_query, start_ahead, record = embedder.embed_query, embedder.start_ahead, store.record
+    embedder.embed_query = lambda text: calls.append(text) or embed_query(text)
+    embedder.start_ahead = lambda text: order.append("embedding started") or start_ahead(text)
+    store.record = lambda *args: order.append("prompt stored") or record(*args)
+    try:
+        assert "--abort-on-container-exit" in demo.ask("why did the CI pipeline get stuck after the integration stage?")
+        assert calls == ["why did the CI pipeline get stuck after the integration stage?"]
+        assert order == ["embedding started", "prompt stored"]
+        assert demo.ask("morning!") == "" and len(calls) == 1 and order[2:] == ["prompt stored"]
+        assert not embedder._ahead
+    finally:
+        del embedder.embed_query, embedder.start_ahead, store.record
+
+
 @pytest.mark.parametrize("prompt, kind", [
     ("morning!", "chat"),
     ("add docstrings to app/models.py", "instruction"),

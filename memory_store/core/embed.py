@@ -27,6 +27,7 @@ DEFAULT_MODEL = "recall/all-MiniLM-L6-v2-int8"
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 DEFAULT_DIM = 384
 RECENT_TEXTS = 256  # query texts whose vectors a process keeps (Embedder.embed_cached)
+AHEAD_QUERIES = 8  # query embeddings started ahead of their search (sessions prompting at once)
 TOKENIZER_DIR = Path(__file__).parent / "model_files" / "all-MiniLM-L6-v2"
 
 _register_lock = threading.Lock()
@@ -94,6 +95,7 @@ class Embedder:
         self.dim = int(probe.shape[1])
         self._recent: OrderedDict[str, bytes] = OrderedDict()
         self._recent_lock = threading.Lock()
+        self._ahead: OrderedDict[str, Future] = OrderedDict()  # queries started before their search asks (start_ahead)
 
     def _vectors(self, texts: list[str]):
         np = self._np
@@ -129,8 +131,20 @@ class Embedder:
         return vector
 
     def start_query(self, text: str) -> Future:
-        """`embed_query` on a query thread: the caller searches by words meanwhile, then takes `.result()`."""
-        return self._queries.submit(self.embed_query, text)
+        """`embed_query` on a query thread: the caller searches by words meanwhile, then takes `.result()`. The
+        embedding `start_ahead` began for this text, if any (once: the next search of the same text pays again)."""
+        with self._recent_lock:
+            ahead = self._ahead.pop(text, None)
+        return ahead if ahead is not None else self._queries.submit(self.embed_query, text)
+
+    def start_ahead(self, text: str) -> None:
+        """Begin `text`'s query embedding now, for the search that will ask for it (`start_query`) after work that
+        does not need it: the prompt hook stores the prompt meanwhile."""
+        future = self._queries.submit(self.embed_query, text)
+        with self._recent_lock:
+            self._ahead[text] = future
+            while len(self._ahead) > AHEAD_QUERIES:  # started for a search that never came (it failed first)
+                self._ahead.popitem(last=False)
 
     def embed_cached(self, texts: list[str]) -> list[bytes]:
         """`embed`, remembering the last RECENT_TEXTS texts: the relevance floor asks again for the query a search

@@ -90,6 +90,16 @@ def evidence(signals: dict, cfg) -> float:
     return value
 
 
+def prepare(store: Store, models, prompt: str) -> None:
+    """Start what `judge` will need first and can have early: the prompt's embedding, when the gate will search for
+    it (the prompt hook stores the prompt meanwhile, ~1 ms of a prompt's wait)."""
+    cfg: Config = store.config
+    if cfg.gate.mode != "signals" or cfg.tiers.warm_top_k == 0 or not intents.classify(prompt).searches:
+        return
+    if search.uses_meaning(store, models.embedder, cfg.ranking):
+        models.embedder.start_ahead(prompt)
+
+
 def judge(store: Store, models, prompt: str, project: str, session_id: str | None, now: float | None = None,
           exclude_ids=frozenset(), complete: bool = False) -> Decision:
     """What the gate decides for `prompt` in `project` (read-only: nothing is stored or counted). Candidates are

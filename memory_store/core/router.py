@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from ..shared import spool
-from . import alerts, capture, compaction, inject, preferences, tiers, transcripts, user_words
+from . import alerts, capture, compaction, gate, inject, preferences, tiers, transcripts, user_words
 from .hook_events import (HANDLED_EVENTS, CwdChanged, PostToolUse, PostToolUseFailure, PreCompact, SessionEnd,
                           SessionStart, Stop, SubagentStop, UserPromptSubmit, parse_event)
 from ..shared.projects import GLOBAL_PROJECT, locate
@@ -58,12 +58,15 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
         if said.kind != user_words.USER:  # Claude Code's words in the user's place (a task notification, a command)
             store.record(ctx.event_id, None, ctx.at)
             return {}
+        answers = ctx.respond and not event.prompt.lstrip().startswith(capture.RECALL_COMMAND_PREFIX)
+        if answers:
+            gate.prepare(store, ctx.models, said.words)  # the prompt's embedding runs while it is stored
         recorded = store.record(ctx.event_id, draft, ctx.at)
         if draft is not None:
             remember_if_standing(store, ctx, draft.text)
         if draft is None and event.prompt_id:  # a recall command or a private prompt: its answer is not kept either
             store.record(skipped_turn_id(event.session_id, event.prompt_id), None, ctx.at)
-    if not ctx.respond or event.prompt.lstrip().startswith(capture.RECALL_COMMAND_PREFIX):
+    if not answers:
         return {}
     brief = moved_in_brief(store, event.session_id, ctx.project, ctx.at)
     decision = tiers.warm_recall(store, ctx.models, ctx.project, event.session_id, said.words, ctx.at)

@@ -42,6 +42,11 @@ class Candidates:
     fused: dict[int, float] = field(default_factory=dict)  # memory id -> fused score, best = 1
 
 
+def uses_meaning(store: Store, embedder, cfg: RankingConfig) -> bool:
+    """Will a search embed its query (a model is loaded, the store's vectors are its, fusion reads them)?"""
+    return cfg.fusion != "fts" and store.dense_ready(embedder)
+
+
 def candidates(store: Store, embedder, cfg: RankingConfig, query_text: str, n: int, project: str | None,
                since: float | None, until: float | None, now: float,
                meanwhile: Callable[[Candidates], None] | None = None) -> Candidates:
@@ -50,7 +55,7 @@ def candidates(store: Store, embedder, cfg: RankingConfig, query_text: str, n: i
     with stage("parse"):
         query = ranking.parse_query(query_text, now, cfg)
     # The model embeds the query on another core while the words are searched (Embedder.start_query).
-    embedding = embedder.start_query(query_text) if cfg.fusion != "fts" and store.dense_ready(embedder) else None
+    embedding = embedder.start_query(query_text) if uses_meaning(store, embedder, cfg) else None
     found = Candidates(query, None)
     lexical = cfg.fusion != "dense" and bool(query.terms)
     if lexical:
