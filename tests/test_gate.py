@@ -152,6 +152,34 @@ def test_the_hook_stops_judging_once_it_has_taken_enough_and_decides_as_a_full_j
     assert hook.candidates[-1].taken
 
 
+def test_the_hook_stops_judging_once_nothing_left_could_be_taken_beside_a_strong_match(recall, demo):
+    """One strong match and weak ones in other sessions: after taking the strong one, no episode left could come within
+    `gate.margin` of it (its similarity at most its session's best dense result, the rest at most their full weights),
+    so the hook stops judging; a full judgement takes the same one."""
+    from memory_store.core import gate
+
+    demo.session(HANG)
+    for n, topic in enumerate(["the billing export", "the search indexer", "the mobile login", "the docs build",
+                               "the cache warmer", "the image resizer"]):
+        demo.session((f"how does {topic} report progress?", f"{topic.capitalize()} logs a line every {n + 2} minutes "
+                      "to stdout, and the dashboard reads the last one."))
+    question = "why did the nightly CI job hang after the integration tests passed?"
+    hook = gate.judge(recall.store, recall.models, question, demo.path, None, demo.clock)
+    full = gate.judge(recall.store, recall.models, question, demo.path, None, demo.clock, complete=True)
+    assert [c.memory.id for c in hook.taken] == [c.memory.id for c in full.taken] and len(hook.taken) == 1
+    assert len(hook.candidates) < len(full.candidates)
+    assert all(c.evidence < hook.taken[0].evidence - recall.config.gate.margin for c in full.candidates if not c.taken)
+    # A candidate still waiting for its vector would be judged by its words: judging goes on up to it.
+    session, turn = "unembedded-session", "turn-1"
+    demo.fire("UserPromptSubmit", session, prompt="the nightly CI job: which integration tests does it run?",
+              prompt_id=turn)
+    demo.fire("Stop", session, prompt_id=turn, last_assistant_message="The nightly job runs every integration test.")
+    assert recall.store.pending_embeddings() == 2
+    waiting = gate.judge(recall.store, recall.models, question, demo.path, None, demo.clock)
+    assert [c.memory.id for c in waiting.taken] == [c.memory.id for c in hook.taken]
+    assert any(c.memory.session_id == session for c in waiting.candidates)
+
+
 def test_the_prompt_hook_embeds_a_prompt_once_beginning_before_it_is_stored(recall, demo):
     """The prompt's embedding starts before the prompt is stored (gate.prepare) and the gate's search takes it: one
     model call per prompt; a prompt the gate does not search for starts none."""

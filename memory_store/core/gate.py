@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from . import intent as intents
 from . import ranking, search, sentences, versions
 from .config import Config
-from ..shared.projects import in_scope
+from ..shared.projects import GLOBAL_PROJECT, in_scope
 from .records import Memory
 from .stages import stage
 from .storage import Row, Store
@@ -36,6 +36,9 @@ from .embed import dot
 # Episodes are built from their sessions' turns, read a few memories' worth at a time: most prompts that inject take
 # their memories among the first few judged, and each read costs about as much per memory in one statement as alone.
 EPISODES_READ_AT_ONCE = 4
+# Judging stops early (_Ceiling) only while at most this many memories wait for their vectors (the worker embeds each
+# within milliseconds; after an import thousands may wait, and a prompt then judges its `gate.candidates`).
+MOST_UNEMBEDDED = 32
 
 
 @dataclass
@@ -143,14 +146,16 @@ def _judge(store: Store, models, prompt: str, project: str, session_id: str | No
         ranked = search.score(eligible(store.live_rows(found.fused)), found, rcfg, now, cfg.strength)
     decision.ranked = [(row.id, row.created_at) for _, row in ranked[: 4 * cfg.gate.candidates]]
     with stage("gate"):
-        _weigh(store, decision, found, ranked, exclude_ids, complete)
+        ceiling = None if complete else _Ceiling(store, found, session_id, ranked)
+        _weigh(store, decision, found, ranked, exclude_ids, ceiling)
     with stage("versions"):
         versions.prefer_current(store, decision, found, now)
     return decision
 
 
-def _weigh(store: Store, decision: Decision, found, ranked, exclude_ids, complete: bool = True) -> None:
-    """The best-ranked candidates' episodes and evidence, and which of them are taken."""
+def _weigh(store: Store, decision: Decision, found, ranked, exclude_ids, ceiling: _Ceiling | None = None) -> None:
+    """The best-ranked candidates' episodes and evidence, and which of them are taken. With a `ceiling`, when the best
+    ranked are taken first, judging stops once no candidate left could be taken (else all are judged)."""
     cfg: Config = store.config
     intent = decision.intent
     lexical_rank = _ranks(found.lexical)
@@ -161,11 +166,16 @@ def _weigh(store: Store, decision: Decision, found, ranked, exclude_ids, complet
     seen_episodes: list[set[int]] = []
     seen_spans: list[tuple[str, float, float]] = []  # (session, first, last moment) of each judged episode
     read_up_to = 0
+    judged_ids: set[int] = set()
     for index, (score, row) in enumerate(ranked):
         if len(decision.candidates) >= cfg.gate.candidates:
             break
-        if in_rank_order and not complete and len(decision.taken) >= cfg.tiers.warm_top_k:
-            break  # nothing judged after this could be taken
+        if in_rank_order and ceiling is not None:
+            if len(decision.taken) >= cfg.tiers.warm_top_k:
+                break  # nothing judged after this could be taken
+            needed = max(bar, decision.taken[0].evidence - cfg.gate.margin) if decision.taken else bar
+            if not ceiling.could_reach(needed, index, judged_ids):
+                break  # nor could anything left have the evidence a take needs
         if index >= read_up_to:  # the conversations of the next few at once (a server is a round trip away)
             read_up_to = index + EPISODES_READ_AT_ONCE
             read_ahead(store, [r.memory() for _, r in ranked[index:read_up_to]])
@@ -180,6 +190,7 @@ def _weigh(store: Store, decision: Decision, found, ranked, exclude_ids, complet
         if any(ids & other for other in seen_episodes):
             continue  # one episode, judged once (by its best-ranked memory)
         seen_episodes.append(ids)
+        judged_ids |= ids
         if row.session_id and candidate.episode.turns:
             seen_spans.append((row.session_id, candidate.episode.started_at, candidate.episode.created_at))
         similarity, best = _episode_similarity(store, candidate, found)
@@ -199,6 +210,71 @@ def _weigh(store: Store, decision: Decision, found, ranked, exclude_ids, complet
     if not in_rank_order:
         for candidate in sorted(decision.candidates, key=lambda c: -c.evidence):
             _take(decision, candidate, bar, exclude_ids, cfg)
+
+
+class _Ceiling:
+    """The most evidence a candidate not judged yet could have, from what the search already knows, so that the gate
+    stops judging once none could be taken (a prompt that takes one memory no longer builds a dozen episodes).
+
+    An episode's similarity is its best memory's; its memories are in its session: no better than the best
+    dense-search result of a session with candidates left, or, for what the dense search left out, its n-th best
+    (`found.dense_floor`). Coverage, kind and the kind of answer count at most their full weights, agreement only
+    while a top-3 lexical and a top-3 dense memory are unjudged; a candidate still to embed could have any evidence.
+    (The floor holds within the searched window: an episode's turns before the window's start are taken to be no
+    closer.)"""
+
+    def __init__(self, store: Store, found, session_id: str | None, ranked: list[tuple[float, Row]]):
+        cfg = store.config.gate
+        self.found = found
+        self.ready = found.vector is not None and found.dense_floor is not None
+        self.most_besides_similarity = (cfg.coverage_weight + max([0.0, *cfg.kind_bonus.values()])
+                                        + cfg.answer_type_weight)
+        self.agreement_weight = cfg.agreement_weight
+        self.top_lexical = set(sorted(found.lexical, key=found.lexical.get, reverse=True)[:3])
+        self.top_dense = set(sorted(found.dense, key=found.dense.get, reverse=True)[:3])
+        self.last_candidate: dict[str, int] = {}  # session -> index in `ranked` of its last candidate
+        self.anywhere = len(ranked)  # a candidate from here on may hold any memory (no session, or a global one)
+        for index, (_, row) in enumerate(ranked):
+            if row.session_id and row.project != GLOBAL_PROJECT:
+                self.last_candidate[row.session_id] = index
+            elif self.anywhere == len(ranked):
+                self.anywhere = index
+        self.session_id = session_id
+        self.store = store
+        self._sessions: dict[int, str] | None = None  # memories that could make a take -> sessions (read once)
+        self.ranked = ranked
+        self.last_unembedded = -1  # index in `ranked` of the last candidate without its vector
+
+    def could_reach(self, needed: float, index: int, judged: set[int]) -> bool:
+        """Could a candidate at `index` or after in the ranking, its memories not in `judged`, have `needed` evidence?"""
+        if not self.ready or index >= self.anywhere:
+            return True
+        found = self.found
+        most = self.most_besides_similarity + self.agreement_weight
+        if found.dense_floor + most >= needed:
+            return True  # even a memory the dense search left out could
+        if self._sessions is None:
+            # A candidate without its vector is judged by its words (`evidence`, similarity None): no ceiling for it.
+            unembedded = set(self.store.unembedded_ids(MOST_UNEMBEDDED + 1))
+            if len(unembedded) > MOST_UNEMBEDDED:
+                self.ready = False
+                return True
+            self.last_unembedded = max((n for n, (_, row) in enumerate(self.ranked) if row.id in unembedded), default=-1)
+            self._sessions = self.store.sessions_of(
+                {i for i, s in found.dense.items() if s + most >= needed} | self.top_lexical | self.top_dense)
+
+        def open_(memory_id: int) -> bool:  # could be part of an episode still to judge
+            session = self._sessions.get(memory_id)
+            return memory_id not in judged and session != self.session_id and self.last_candidate.get(session, -1) >= index
+
+        if self.last_unembedded >= index:
+            return True
+        besides = self.most_besides_similarity
+        if any(map(open_, self.top_lexical)) and any(map(open_, self.top_dense)):
+            besides += self.agreement_weight
+        return found.dense_floor + besides >= needed or any(
+            found.dense[memory_id] + besides >= needed and open_(memory_id) for memory_id in self._sessions
+            if memory_id in found.dense)
 
 
 def _take(decision: Decision, candidate: Candidate, bar: float, exclude_ids, cfg: Config) -> None:

@@ -40,6 +40,9 @@ class Candidates:
     lexical: dict[int, float] = field(default_factory=dict)  # memory id -> BM25 (higher is better)
     dense: dict[int, float] = field(default_factory=dict)  # memory id -> cosine similarity
     fused: dict[int, float] = field(default_factory=dict)  # memory id -> fused score, best = 1
+    # No memory of the searched scope that the dense search left out is more similar than this (its n-th best;
+    # -1 when it returned every vector there; None: no dense search)
+    dense_floor: float | None = None
 
 
 def uses_meaning(store: Store, embedder, cfg: RankingConfig) -> bool:
@@ -72,6 +75,7 @@ def candidates(store: Store, embedder, cfg: RankingConfig, query_text: str, n: i
     if vector is not None:
         with stage("vector"):
             found.dense = store.nearest(vector, n, project, since, until)
+            found.dense_floor = sorted(found.dense.values(), reverse=True)[n - 1] if len(found.dense) >= n else -1.0
     window = query.window
     if window is not None and cfg.date_weight > 0:
         # A named time ("in July 2022") also gets candidates of its own: weak words such as

@@ -152,6 +152,14 @@ class Memories:
         rows = self._rows(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,))
         return rows[0] if rows else None
 
+    def sessions_of(self, ids) -> dict[int, str]:
+        """memory id -> its session (superseded memories included: they are still part of their conversation)."""
+        ids = list(ids)
+        if not ids:
+            return {}
+        where, args = self.db.dialect.in_list("id", ids)
+        return dict(self.db.all(f"SELECT id, session_id FROM memories WHERE {where}", args))
+
     def live_rows(self, ids) -> list[Row]:
         """The rows of these memories that are not superseded (in no particular order)."""
         ids = list(ids)

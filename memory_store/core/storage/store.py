@@ -116,6 +116,10 @@ class Store(Memories, Sessions, Sharing, Places, Upkeep, RamVectors, ABC):
         """Memories waiting for their embedding."""
 
     @abstractmethod
+    def unembedded_ids(self, most: int) -> list[int]:
+        """Up to `most` of the memories waiting for their embedding (read only)."""
+
+    @abstractmethod
     def ensure_vector_index(self, model: str, dim: int) -> None:
         """Ready the store for this model's vectors (a store holding another model's waits for reindex)."""
 

@@ -53,6 +53,11 @@ class PgEmbeddings:
         with self.db.write():
             self.db.run(f"UPDATE memories SET embedding = NULL, embedding_model = NULL WHERE {self.MINE}")
 
+    def unembedded_ids(self, most: int) -> list[int]:
+        return [memory_id for (memory_id,) in self.db.all(
+            f"SELECT id FROM memories WHERE embedding IS NULL AND superseded_by IS NULL AND {self.MINE} LIMIT ?",
+            (most,))]
+
     def embedding_batch(self, size: int) -> list[tuple[int, str, float, str]]:
         return self.db.all(f"SELECT id, project, created_at, text FROM memories WHERE embedding IS NULL "
                            f"AND superseded_by IS NULL AND {self.MINE} ORDER BY id LIMIT ?", (size,))

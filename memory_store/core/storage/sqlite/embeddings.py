@@ -24,6 +24,9 @@ class SqliteEmbeddings:
     def pending_embeddings(self) -> int:
         return self.db.value("SELECT count(*) FROM embed_queue", default=0)
 
+    def unembedded_ids(self, most: int) -> list[int]:
+        return [memory_id for (memory_id,) in self.db.all("SELECT memory_id FROM embed_queue LIMIT ?", (most,))]
+
     def ensure_vector_index(self, model: str, dim: int) -> None:
         """Create the vector table for a model if there is none (a different model needs reindex);
         a table of an older layout is rebuilt."""
