@@ -133,17 +133,22 @@ def _judge(store: Store, models, prompt: str, project: str, session_id: str | No
         return [r for r in rows if r.id not in exclude_ids and in_scope(r.project, project)
                 and (session_id is None or r.session_id != session_id)]
 
+    rows: dict[int, Row] = {}  # the candidates' rows, read as their ids come
+
     def read_lexical_ahead(found: search.Candidates) -> None:
-        """While the prompt is embedded: the conversations of the best lexical candidates, which mostly stay
-        among the best after fusion (their episodes are built next)."""
+        """While the prompt is embedded: the lexical candidates' rows (ranked next), and the conversations of the best
+        of them, which mostly stay among the best after fusion (their episodes are built next)."""
         with stage("ahead"):
+            rows.update((row.id, row) for row in store.live_rows(found.lexical))
             best = sorted(found.lexical, key=found.lexical.get, reverse=True)[:EPISODES_READ_AT_ONCE]
-            read_ahead(store, [row.memory() for row in eligible(store.live_rows(best))])
+            read_ahead(store, [rows[i].memory() for i in best if i in rows and eligible([rows[i]])])
 
     found = search.candidates(store, embedder, rcfg, prompt, rcfg.candidates, project,
                               None if window is None else now - window * DAY, None, now, meanwhile=read_lexical_ahead)
     with stage("rank"):
-        ranked = search.score(eligible(store.live_rows(found.fused)), found, rcfg, now, cfg.strength)
+        rows.update((row.id, row) for row in store.live_rows(found.fused.keys() - rows.keys()))
+        live = sorted((rows[i] for i in found.fused if i in rows), key=lambda row: row.id)
+        ranked = search.score(eligible(live), found, rcfg, now, cfg.strength)
     decision.ranked = [(row.id, row.created_at) for _, row in ranked[: 4 * cfg.gate.candidates]]
     with stage("gate"):
         ceiling = None if complete else _Ceiling(store, found, session_id, ranked)
