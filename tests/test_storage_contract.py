@@ -296,7 +296,10 @@ def test_embeddings_are_queued_saved_and_searched(recall_with_model):
              "The soup needs more salt", "Staging deploys go through the canary pipeline"]
     ids = [store.record(f"v{i}", draft(t, at=now - 10 + i, session=f"s{i}")).memory_id for i, t in enumerate(texts)]
     assert store.pending_embeddings() == 3
-    assert recall.embed_pending() == 3 and store.pending_embeddings() == 0
+    assert sorted(store.unembedded_ids(10)) == sorted(ids) and len(store.unembedded_ids(2)) == 2
+    assert store.pending_embeddings() == 3  # only read
+    assert store.sessions_of(ids + [10**9]) == {ids[0]: "s0", ids[1]: "s1", ids[2]: "s2"}
+    assert recall.embed_pending() == 3 and store.pending_embeddings() == 0 and store.unembedded_ids(10) == []
     assert store.dense_ready(recall.models.embedder) and store.vector_count() == 3
     assert set(store.vectors_of(ids)) == set(ids) and store.vector_of(ids[0]) == store.vectors_of([ids[0]])[ids[0]]
     query = recall.models.embedder.embed_query("how often do we change credentials?")
