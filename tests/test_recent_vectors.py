@@ -198,3 +198,36 @@ def test_nearest_each_of_some_kinds(backend, home):
     only = recall.store.nearest_each([query], 1, "/p/a", now - 7 * DAY, None, kinds=("prompt", "exchange"))[0]
     assert set(only) <= set(prompts) and len(only) == 1
     recall.close()
+
+
+def test_a_searchs_vectors_are_read_beside_its_words_without_the_connections_lock(backend, home, monkeypatch):
+    """search.candidates syncs the RAM copy, then the vectors are searched on the embedding's thread once the query's
+    vector is there, while the request's thread searches the words and holds the connection's lock: the vector search
+    must not wait for that lock, and finds what a search on its own finds."""
+    from concurrent.futures import Future
+    import threading
+
+    from memory_store.core import search
+    from memory_store.core.storage import recent_vectors
+
+    monkeypatch.setattr(recent_vectors, "SYNC_SECONDS", 60.0)  # synced once, fresh for the whole test
+    now = time.time()
+    recall = open_recall(home)
+    ids = fill(recall, "/p/a", TEXTS, now - DAY)
+    store = recall.store
+    store.recent_vectors_cache(7, recall.models.embedder.dim)
+    query = recall.models.embedder.embed_query("when does the nightly billing run?")
+    alone = store.nearest(query, 3, "/p/a", now - 2 * DAY, None)
+    assert max(alone, key=alone.get) == ids[5]
+
+    store.catch_up_vectors()
+    embedding: Future = Future()
+    meaning = search._then_nearest(store, embedding, 3, "/p/a", now - 2 * DAY, None)
+    model = threading.Thread(target=embedding.set_result, args=(query,))
+    with store.db.lock:  # the word search, meanwhile
+        model.start()
+        model.join(timeout=20)
+        assert meaning.done()
+    vector, dense, ms = meaning.result()
+    assert vector == query and dense == alone and ms >= 0
+    recall.close()

@@ -49,6 +49,13 @@ def timed():
         _current.reset(token)
 
 
+def record(name: str, ms: float) -> None:
+    """Add a stage timed elsewhere (on another thread) to this request's."""
+    timings = _current.get()
+    if timings is not None:
+        timings.add(name, ms)
+
+
 @contextmanager
 def stage(name: str):
     timings = _current.get()

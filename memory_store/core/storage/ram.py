@@ -50,14 +50,25 @@ class RamVectors:
     def nearest(self, vector: bytes, n: int, project: str | None, since: float | None,
                 until: float | None) -> dict[int, float]:
         """memory id -> cosine similarity of the n nearest vectors (the project's and the global ones)."""
-        with self.db.lock:
-            recent = self._synced_recent_vectors()
-            if recent is None or not recent.covers(since):
-                return self._index_nearest([vector], n, project, since, until)[0]
-            found = recent.nearest(vector, n, project, since, until)
+        # A search's vectors are read on the embedding's thread while its words are searched on the request's
+        # (search.candidates): a RAM copy synced just before (`catch_up_vectors`) is read without the connection's
+        # lock, which the word search holds; the RAM copy has a lock of its own.
+        recent = self.recent_vectors
+        if recent is None or not recent.fresh():
+            with self.db.lock:
+                recent = self._synced_recent_vectors()
+        if recent is None or not recent.covers(since):
+            return self._index_nearest([vector], n, project, since, until)[0]
+        found = recent.nearest(vector, n, project, since, until)
         if project is not None and project != GLOBAL_PROJECT and self._has_global():
             found.update(self._index_nearest([vector], n, GLOBAL_PROJECT, None, None)[0])
         return found
+
+    def catch_up_vectors(self) -> None:
+        """Apply what other processes wrote to the RAM copy, if it is due (so that `nearest` need not)."""
+        if self.recent_vectors is not None:
+            with self.db.lock:
+                self._synced_recent_vectors()
 
     def nearest_each(self, vectors: list[bytes], n: int, project: str | None, since: float | None,
                      until: float | None, kinds: tuple[str, ...] | None = None) -> list[dict[int, float]]:

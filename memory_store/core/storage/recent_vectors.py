@@ -199,6 +199,10 @@ class RecentVectors:
 
     # --- keeping up with the database --------------------------------------------------------------
 
+    def fresh(self) -> bool:
+        """Synced within SYNC_SECONDS (a search may read it without asking the database)."""
+        return self.loaded and time.monotonic() - self.synced_at < SYNC_SECONDS
+
     def sync(self, index: VectorFeed, *, force: bool = False) -> None:
         """Apply the vector writes logged since the last sync (everything, the first time). The window slides (a
         reload, RELOAD_AFTER) only when `force`d, as the worker's background thread does after writing vectors:
