@@ -55,7 +55,8 @@ def _then_nearest(store: Store, embedding: Future, n: int, project: str | None, 
                   until: float | None) -> Future:
     """A future of (the query's vector, its n nearest memories, the milliseconds that search took): the vectors are
     searched on the embedding's thread once it is done, while this one searches the words (an all-time search at 100k
-    memories reads ~6 ms of vectors beside ~10 ms of words; a prompt's 1 ms beside its read-ahead)."""
+    memories reads ~6 ms of vectors beside ~10 ms of words; a prompt's 1 ms beside its read-ahead). Whoever waits for
+    it must not hold the store's lock: the vector search may need it (a RAM copy not synced in the last 50 ms)."""
     done: Future = Future()
 
     def search(embedded: Future) -> None:
