@@ -180,6 +180,36 @@ def test_the_hook_stops_judging_once_nothing_left_could_be_taken_beside_a_strong
     assert any(c.memory.session_id == session for c in waiting.candidates)
 
 
+def test_work_meanwhile_runs_only_while_the_meaning_is_still_being_searched(recall, demo):
+    """search.candidates hands the caller's read-ahead the time the embedding and vector search still take; once they
+    are done (a big store's word search outlasts them) it would only delay the prompt, and is skipped."""
+    from concurrent.futures import Future
+
+    from memory_store.core import search
+
+    demo.session(HANG)
+    embedder, cfg = recall.models.embedder, recall.config.ranking
+    question = "why did the CI pipeline get stuck after the integration stage?"
+    vector = embedder.embed_query(question)
+    ran = []
+
+    def search_with(embedding: Future, meanwhile):
+        embedder.start_query = lambda text: embedding
+        try:
+            return search.candidates(recall.store, embedder, cfg, question, 20, demo.path, None, None, demo.clock,
+                                     meanwhile=meanwhile)
+        finally:
+            del embedder.start_query
+
+    pending: Future = Future()
+    still_running = search_with(pending, lambda found: ran.append("read ahead") or pending.set_result(vector))
+    done: Future = Future()
+    done.set_result(vector)
+    finished = search_with(done, lambda found: ran.append("read ahead"))
+    assert ran == ["read ahead"]
+    assert still_running.dense == finished.dense and still_running.lexical == finished.lexical and finished.dense
+
+
 def test_the_prompt_hook_embeds_a_prompt_once_beginning_before_it_is_stored(recall, demo):
     """The prompt's embedding starts before the prompt is stored (gate.prepare) and the gate's search takes it: one
     model call per prompt; a prompt the gate does not search for starts none."""

@@ -75,8 +75,9 @@ def _then_nearest(store: Store, embedding: Future, n: int, project: str | None, 
 def candidates(store: Store, embedder, cfg: RankingConfig, query_text: str, n: int, project: str | None,
                since: float | None, until: float | None, now: float,
                meanwhile: Callable[[Candidates], None] | None = None) -> Candidates:
-    """The lexical and dense candidates of a query. `meanwhile(found)` runs once the words are searched, while the
-    query's embedding is still being computed: work the caller will want that does not need the meaning."""
+    """The lexical and dense candidates of a query. `meanwhile(found)` runs once the words are searched, if the
+    query's embedding and vector search are still running: work the caller will want that does not need the meaning
+    (once they are done, it would only stand in the way: a big store's word search outlasts them)."""
     with stage("parse"):
         query = ranking.parse_query(query_text, now, cfg)
     # The model embeds the query on another core while the words are searched (Embedder.start_query), and the
@@ -94,7 +95,7 @@ def candidates(store: Store, embedder, cfg: RankingConfig, query_text: str, n: i
             found.lexical = store.lexical_candidates(query.terms, required, n, project, since, until)
     vector = None
     if meaning is not None:
-        if meanwhile is not None:
+        if meanwhile is not None and not meaning.done():
             meanwhile(found)
         with stage("embed"):  # what is left of the embedding and the vector search beside
             vector, found.dense, vector_ms = meaning.result()
