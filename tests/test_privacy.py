@@ -154,6 +154,7 @@ def test_no_secret_reaches_disk_through_import(home, tmp_path):
 def test_logs_are_redacted(home):
     from memory_store.shared.logs import JsonLog
 
+    home.mkdir()  # made by whoever logs (the worker, the API, a hook) before the first line; a log line makes logs/
     log = JsonLog(DataPaths(home).log_file, "test")
     for _, text, _ in SECRETS:
         log.error("something_failed", error=f"ValueError: bad input {text}")

@@ -119,6 +119,23 @@ def test_worker_exits_when_its_data_dir_is_deleted(hooks, home, project, tmp_pat
     wait_for(lambda: worker_health(home))
     shutil.rmtree(home)
     assert wait_for(lambda: not worker_pids(home), timeout=20)
+    assert not home.exists()  # the worker wrote nothing there on its way out (a log line would make it again)
+
+
+def test_a_stopped_worker_has_written_its_last_line_when_stop_returns(hooks, home, project):
+    """stop_worker returns once the worker has closed its store and logged its exit: the caller may then remove the
+    data dir (the benches do) and nothing makes it again."""
+    import shutil
+
+    from memory_store.shared.worker_client import stop_worker
+
+    hooks.run("SessionStart", load_payload("SessionStart-startup", cwd=str(project)))
+    wait_for(lambda: worker_health(home))
+    assert stop_worker(DataPaths(home))
+    assert '"worker_stopped"' in DataPaths(home).log_file.read_text(encoding="utf-8")
+    shutil.rmtree(home)
+    time.sleep(0.5)
+    assert not home.exists() and not worker_pids(home)
 
 
 def test_hooks_fall_back_to_the_spool_when_no_worker_can_start(hooks, home, project, tmp_path):

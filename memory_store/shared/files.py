@@ -54,13 +54,17 @@ def atomic_write(path, data: bytes | str, *, sync: bool = False) -> None:
 
 def append_line(path: str, data: bytes, max_bytes: int = MAX_LOG_BYTES) -> None:
     """Append `data` with a single write on an O_APPEND descriptor (concurrent writers never
-    interleave), creating the file 0600 and its directory 0700 if needed; past `max_bytes` the file
-    is moved to `<path>.1` (one generation kept)."""
+    interleave), creating the file 0600 and its directory 0700 if needed, but not the directory above that
+    (a data dir its user deleted is not made again by a process's last log line: FileNotFoundError); past
+    `max_bytes` the file is moved to `<path>.1` (one generation kept)."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
     try:
         fd = os.open(path, flags, PRIVATE_FILE)
     except FileNotFoundError:
-        ensure_private_dir(os.path.dirname(path))
+        folder = os.path.dirname(path)
+        if not os.path.isdir(os.path.dirname(folder)):
+            raise
+        ensure_private_dir(folder)
         fd = os.open(path, flags, PRIVATE_FILE)
     try:
         os.write(fd, data)

@@ -54,12 +54,13 @@ def wait_until_embedded(paths: DataPaths, seconds: float = 30, poll: float = 0.1
 
 
 def stop_worker(paths: DataPaths, seconds: float = 10) -> bool:
-    """Ask the worker to exit and wait until it has; False if none was running."""
+    """Ask the worker to exit and wait until it has (it stops answering, then removes its pid file last, once its
+    store is closed and its last log line written); False if none was running."""
     try:
         protocol.request(paths, {"op": "shutdown"}, timeout=2.0)
     except protocol.WorkerUnavailable:
         return False
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and health(paths, timeout=0.5):
-        time.sleep(0.1)
+    while time.monotonic() < deadline and (health(paths, timeout=0.5) or paths.worker_pid.exists()):
+        time.sleep(0.05)
     return True

@@ -243,8 +243,7 @@ class Worker:
         while not self.stop_event.wait(min(WATCH_INTERVAL, self.config.worker.idle_timeout_minutes * 6)):
             idle_limit = self.config.worker.idle_timeout_minutes * 60  # config.json may change it
             if not self.paths.home.is_dir():
-                self.log.info("home_gone")
-                break
+                break  # the user deleted the data dir: nothing is written there again, not even a log line
             lost = transport.socket_lost(self.paths, self.socket_inode)
             if lost:
                 self.log.info(lost)
@@ -297,13 +296,15 @@ class Worker:
 
     def cleanup(self) -> None:
         transport.remove_socket(self.paths, self.socket_inode)
-        for path in (self.paths.worker_pid, self.paths.worker_endpoint):
+        self.recall.close()
+        if self.paths.home.is_dir():  # a data dir the user deleted is not made again for one log line
+            self.log.info("worker_stopped", pid=os.getpid())
+        # The pid file goes last: whoever waits for this worker to be gone (stop_worker) may then remove the data dir.
+        for path in (self.paths.worker_endpoint, self.paths.worker_pid):
             try:
                 path.unlink()
             except FileNotFoundError:
                 pass
-        self.recall.close()
-        self.log.info("worker_stopped", pid=os.getpid())
 
 
 def rss_mb() -> float | None:
