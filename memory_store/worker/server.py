@@ -296,15 +296,18 @@ class Worker:
 
     def cleanup(self) -> None:
         transport.remove_socket(self.paths, self.socket_inode)
-        self.recall.close()
-        if self.paths.home.is_dir():  # a data dir the user deleted is not made again for one log line
-            self.log.info("worker_stopped", pid=os.getpid())
-        # The pid file goes last: whoever waits for this worker to be gone (stop_worker) may then remove the data dir.
-        for path in (self.paths.worker_endpoint, self.paths.worker_pid):
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                pass
+        try:
+            self.recall.close()
+        finally:
+            if self.paths.home.is_dir():  # a data dir the user deleted is not made again for one log line
+                self.log.info("worker_stopped", pid=os.getpid())
+            # The pid file goes last: whoever waits for this worker to be gone (stop_worker) may then remove the
+            # data dir.
+            for path in (self.paths.worker_endpoint, self.paths.worker_pid):
+                try:
+                    path.unlink()
+                except FileNotFoundError:
+                    pass
 
 
 def rss_mb() -> float | None:
