@@ -125,10 +125,14 @@ class Worker:
         """Store one hook event; the answer body is exactly what the hook prints."""
         with stages.timed() as timings:
             answer = self._hook(message, body)
-        if self.config.worker.log_level == "debug":
-            self.log.write("debug", "stages", hook=str(message.get("event")), total_ms=round(timings.total_ms(), 2),
-                           **{f"{name}_ms": ms for name, ms in timings.rounded().items()})
+        self.log_stages(timings, hook=str(message.get("event")))
         return answer
+
+    def log_stages(self, timings: stages.Timings, **what) -> None:
+        """Where a request's time went (core/stages.py), at debug level: `recall bench latency` reads it back."""
+        if self.config.worker.log_level == "debug":
+            self.log.write("debug", "stages", **what, total_ms=round(timings.total_ms(), 2),
+                           **{f"{name}_ms": ms for name, ms in timings.rounded().items()})
 
     def _hook(self, message: dict, body: bytes) -> bytes:
         with stages.stage("housekeeping"):
@@ -192,9 +196,7 @@ class Worker:
             )
             with stages.stage("render"):
                 answer = {"ok": True, "hits": [h.model_dump(mode="json") for h in hits]}
-        if self.config.worker.log_level == "debug":
-            self.log.write("debug", "stages", op="search", total_ms=round(timings.total_ms(), 2),
-                           **{f"{name}_ms": ms for name, ms in timings.rounded().items()})
+        self.log_stages(timings, op="search")
         return answer
 
     def health(self) -> dict:

@@ -207,9 +207,9 @@ class RecentVectors:
         """Apply the vector writes logged since the last sync (everything, the first time). The window slides (a
         reload, RELOAD_AFTER) only when `force`d, as the worker's background thread does after writing vectors:
         a search never waits for one (a big store's reload reads every vector, ~2 s at 100k)."""
-        now = time.monotonic()
-        if not force and self.loaded and now - self.synced_at < SYNC_SECONDS:
+        if not force and self.fresh():
             return
+        now = time.monotonic()
         if not self.loaded or (force and time.time() - self.loaded_at > RELOAD_AFTER):
             self._reload(index)
             return
