@@ -95,6 +95,10 @@ def test_latency_bench_smoke(home):
     assert all(row["answered"] for row in size["search_commands_ms"].values())
     assert size["prompt_after_idle_ms"]["n"] == 1
     assert "blocking hook time per turn" in format_latency(report) and "bin/recall search --index" in format_latency(report)
+    no_worker = report["no_worker"]  # every event of those runs is in the spool, none answered by a worker
+    assert no_worker["spooled"] == no_worker["events"] == 5 * 5
+    assert all(row["p50"] > 0 for row in no_worker["hooks_ms"].values())
+    assert "no worker yet" in format_latency(report)
 
 
 @pytest.mark.slow

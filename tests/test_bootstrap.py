@@ -28,7 +28,11 @@ from memory_store.shared.paths import DataPaths
 pytestmark = pytest.mark.slow
 
 BOOTSTRAP_TIMEOUT = 600.0  # venv + pip install of the plugin; ~20 s with a warm pip cache
-HOOK_BUDGET_MS = 1000.0  # "well under a second": measured ~50-110 ms
+# A hook on the cold path must not wait for the install (~20-60 s) nor for a worker: the log shows what it did
+# (waited_for_nothing). Its time is only bounded against a hang, below Claude Code's own SessionStart timeout (10 s,
+# hooks/hooks.json): measured ~50-140 ms alone, 1.9 s once on a 2-core CI runner where this scenario starts beside
+# six parallel hooks and the rest of the suite. The figure itself is `recall bench latency`'s (hooks with no worker).
+HOOK_BUDGET_MS = 8000.0
 FACT = "the staging deploy needs the --canary flag of scripts/ship.sh"
 SECRET = "hunter2-bootstrap-secret"
 
@@ -132,6 +136,15 @@ def bootstrap_spawns(data: Path) -> int:
     return sum(1 for r in log_records(data) if r.get("event") == "spawned" and r.get("what") == "bootstrap")
 
 
+def waited_for_nothing(records: list[dict], hooks: int) -> None:
+    """Each of `hooks` hooks (their log `records`) found no worker and asked for one without waiting: a bootstrap
+    is started or under way ('bootstrap', 'pending'), so there is no worker to wait for; every event was spooled."""
+    actions = [r.get("action") for r in records if r.get("event") == "worker_unavailable"]
+    routes = [r.get("route") for r in records if r.get("event") == "hook"]
+    assert len(actions) == hooks and set(actions) <= {"bootstrap", "pending"}, actions
+    assert routes == ["spool"] * hooks, routes
+
+
 def bootstrap_state(data: Path) -> dict:
     try:
         return json.loads((DataPaths(data).runtime / "bootstrap.json").read_text(encoding="utf-8"))
@@ -216,6 +229,7 @@ def cold_first_session(bare_python: str, base: Path) -> dict:
     # A second session opening while the bootstrap still runs: captured, not told again.
     second = make_session(hooks, project, [])("SessionStart-startup")
     during["second_state"] = bootstrap_state(data).get("state")
+    during["log"] = log_records(data)
     started = time.monotonic()
     state = wait_bootstrap_done(data)
     wait_ingested(data, events=6)
@@ -259,6 +273,7 @@ def test_first_session_hooks_return_at_once_and_spool(first_install):
     # Told once: the next session started during the bootstrap is captured silently.
     assert during["second_state"] == "running", "bootstrap finished too fast to check the second notice"
     assert_quiet(first_install["second"], "second SessionStart")
+    waited_for_nothing(during["log"], hooks=6)
 
 
 def test_bootstrap_builds_a_venv_and_ingests_the_spool_exactly_once(first_install):
@@ -376,9 +391,10 @@ def parallel_race(bare_python: str, base: Path) -> dict:
         t.start()
     for t in threads:
         t.join(60)
-    seen = {"n": n, "results": list(results), "spawns": bootstrap_spawns(data), "spooled": len(spooled(data))}
+    seen = {"n": n, "results": list(results), "spawns": bootstrap_spawns(data), "spooled": len(spooled(data)),
+            "log": log_records(data)}
     wait_bootstrap_done(data)
-    seen["log"] = bootstrap_log(data)
+    seen["bootstrap_log"] = bootstrap_log(data)
     wait_ingested(data, events=n)
     seen["sessions"] = stored_counts(data)["sessions"]
     stop_worker(data)  # nothing more runs here: its ~250 MB are not kept for the rest of the suite
@@ -390,12 +406,13 @@ def test_parallel_hooks_start_exactly_one_bootstrap():
     n, results = seen["n"], seen["results"]
     assert len(results) == n
     for r in results:
-        assert r.returncode == 0 and r.ms < 3 * HOOK_BUDGET_MS, (r.ms, r.stderr)  # n hooks share the CPU
+        assert r.returncode == 0 and r.ms < HOOK_BUDGET_MS, (r.ms, r.stderr)
         assert r.stdout.strip() == "" or set(r.output or {}) == {"systemMessage"}, r.stdout
     notices = [r for r in results if r.stdout.strip()]
     assert len(notices) == 1, f"the first-run notice was shown {len(notices)} times"
     assert seen["spawns"] == 1
     assert seen["spooled"] == n
-    log = seen["log"]
+    waited_for_nothing(seen["log"], hooks=n)
+    log = seen["bootstrap_log"]
     assert log.count("creating venv") == 1 and log.count("ready in") == 1, log[-3000:]
     assert seen["sessions"] == n

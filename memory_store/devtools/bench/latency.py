@@ -224,6 +224,13 @@ def run_latency(sizes: list[int], runs: int = 60, echo=print, import_entries: in
         if database_url:
             echo(f"{size} memories on PostgreSQL:")
             report["postgres"][str(size)] = measure_size(root, size, runs, echo, database_url)
+    echo("hooks with no worker (first-run setup under way):")
+    base = Path(tempfile.mkdtemp(prefix="recall-latency-noworker-"))
+    try:
+        report["no_worker"] = turn.measure_without_worker(root, base, payloads(str(base), "no-worker"),
+                                                          runs=max(5, runs // 3))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
     if import_entries:
         echo(f"import of {import_entries} transcript entries:")
         report["import"] = measure_import(import_entries, echo)
@@ -317,6 +324,12 @@ def format_latency(report: dict) -> str:
                      f"{data['hooks_ms']['UserPromptSubmit']['p50']} vs {local['hooks_ms']['UserPromptSubmit']['p50']} "
                      f"ms ({ratio:.2f}x), warm query p50 {data['warm_query_ms']['p50']} vs "
                      f"{local['warm_query_ms']['p50']} ms ({warm:.2f}x)")
+    if "no_worker" in report:
+        none = report["no_worker"]
+        lines.append(f"\nno worker yet (first-run setup under way), every event spooled ({none['spooled']} of "
+                     f"{none['events']}): p50 per hook (ms)")
+        lines.append("  " + ", ".join(f"{name} {row['p50']} ({row['p50_vs_bare']}x)"
+                                      for name, row in none["hooks_ms"].items()))
     if "import" in report:
         imp = report["import"]
         lines.append(f"\nimport: {imp['entries']} entries -> {imp['memories']} memories in {imp['import_s']} s "

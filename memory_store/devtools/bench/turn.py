@@ -8,6 +8,8 @@
   a bare interpreter.
 - The first prompt after a long pause inside an open session (the worker's idle timeout shortened, a stand-in
   process as the session's CLAUDE_PID): it must not pay the model load.
+- Each hook while there is no worker yet (a first install's setup under way): the event goes to the spool, flushed
+  to disk, and the hook returns without waiting.
 """
 
 from __future__ import annotations
@@ -106,3 +108,31 @@ def measure_prompt_after_idle(root: Path, home: Path, project: str, payload: dic
             config_file.unlink(missing_ok=True)
         else:
             config_file.write_text(saved, encoding="utf-8")
+
+
+def measure_without_worker(root: Path, base: Path, payloads: dict[str, dict], runs: int = 20) -> dict:
+    """Each hook on a data dir whose first-run setup is under way (as the bootstrap marks it): no worker to ask,
+    none to start, so every event is spooled; against a bare interpreter."""
+    from ...shared.paths import DataPaths
+
+    paths = DataPaths(base / "setting-up")
+    paths.runtime.mkdir(parents=True)
+    paths.bootstrap_state.write_text(json.dumps({"state": "running", "at": time.time()}), encoding="utf-8")
+    paths.hook_python.write_text(sys.executable + "\n", encoding="utf-8")  # what the first hook records
+    env = {name: value for name, value in os.environ.items() if name not in ("RECALL_PYTHON", "RECALL_HOME")}
+    env.update(CLAUDE_PLUGIN_DATA=str(paths.home), CLAUDE_PLUGIN_ROOT=str(root))
+    launcher = [str(root / "hooks" / "run")]
+    times: dict[str, list[float]] = {event: [] for event in payloads}
+    times["bare python"] = []
+    for _ in range(runs):
+        for event, payload in payloads.items():
+            start = time.perf_counter()
+            subprocess.run([*launcher, event], input=json.dumps(payload).encode(), capture_output=True, env=env)
+            times[event].append((time.perf_counter() - start) * 1000)
+        times["bare python"].append(_timed([sys.executable, "-I", "-S", "-c", "pass"], env, str(base))[0])
+    spooled = len(list(paths.spool.glob("*.json")))
+    report = {name: summarize(values) for name, values in times.items()}
+    bare = report["bare python"]["p50"]
+    for row in report.values():
+        row["p50_vs_bare"] = round(row["p50"] / bare, 2) if bare else None
+    return {"hooks_ms": report, "spooled": spooled, "events": runs * len(payloads)}
