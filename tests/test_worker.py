@@ -185,6 +185,25 @@ def test_protocol_version_is_checked(hooks, home, project):
     assert json.loads(line)["error"] == "unsupported protocol"
 
 
+def test_a_health_probe_does_not_hold_the_background_embedding_back(home, project):
+    """Embedding waits for a quiet moment between hooks and searches; a probe (`recall status`, a test or a tool
+    polling health, a drain) asks for no time, so it leaves that moment alone, while it still counts for the idle
+    exit."""
+    from memory_store.worker.server import Worker
+
+    os.makedirs(home)
+    worker = Worker(DataPaths(home))
+    try:
+        worker.last_work = worker.last_request = 0.0
+        for op in ("health", "drain"):
+            assert json.loads(worker.answer({"v": transport.PROTOCOL_VERSION, "op": op}, b""))["ok"]
+        assert worker.last_work == 0.0 and worker.last_request > 0.0
+        worker.answer({"v": transport.PROTOCOL_VERSION, "op": "search", "query": "nightly export"}, b"")
+        assert worker.last_work == worker.last_request > 0.0
+    finally:
+        worker.recall.close()
+
+
 def test_worker_embeds_new_memories_in_the_background(hooks, home, project):
     hooks.run("UserPromptSubmit", prompt_payload(project, "the nightly export runs at 02:00 UTC", prompt_id="e"))
     health = wait_for(lambda: (h := worker_health(home)) and h["model"] == "ready" and h["pending"] == 0 and h,

@@ -68,7 +68,7 @@ def _embed_rounds(worker, background, embedder) -> None:
         # not share two cores with the model; a memory that is needed sooner is embedded
         # on the spot by the search that wants it.
         now = time.monotonic()
-        quiet = now - worker.last_request
+        quiet = now - worker.last_work
         if quiet < EMBED_AFTER_QUIET_SECONDS and now - last_round < EMBED_AT_LEAST_EVERY_SECONDS:
             worker.stop_event.wait(EMBED_AFTER_QUIET_SECONDS - quiet)
             continue

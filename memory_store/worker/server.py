@@ -59,7 +59,8 @@ class Worker:
         # The model is loaded by the embedding thread, never on a request.
         self.recall = Recall(paths, self.config, load_models=False)
         self.started = time.time()
-        self.last_request = time.monotonic()
+        self.last_request = time.monotonic()  # any request: the idle exit counts from the last one
+        self.last_work = self.last_request  # a hook or a search: background embedding waits for a quiet moment
         self.sessions = OpenSessions()  # the Claude Code processes served: no idle exit while one runs
         self.stop_event = threading.Event()
         self.work_event = threading.Event()  # something new to embed
@@ -81,6 +82,8 @@ class Worker:
             return protocol.encode({"ok": False, "error": "bad token"})
         self.last_request = time.monotonic()
         op = message.get("op")
+        if op not in ("health", "drain"):  # a probe asks for no time: polling one must not hold the embedding back
+            self.last_work = self.last_request
         if op == "hook":
             self.sessions.heard_from(message.get("claude_pid"))
             return self.hook(message, body)
