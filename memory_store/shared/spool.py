@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import time
-import uuid
 from pathlib import Path
 
 from .files import atomic_write, ensure_private_dir
@@ -24,7 +23,7 @@ STALE_TMP_SECONDS = 3600  # a .tmp file older than this belongs to a writer that
 def write(spool_dir: Path, record: dict) -> Path:
     """Durably store one event record; returns its path. Raises OSError (disk full, read-only)."""
     ensure_private_dir(spool_dir)
-    final = spool_dir / f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}{SUFFIX}"
+    final = spool_dir / f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(4).hex()}{SUFFIX}"
     atomic_write(final, json.dumps(record, ensure_ascii=False).encode("utf-8", "replace"), sync=True)
     return final
 
