@@ -56,6 +56,26 @@ def test_concurrent_sessions_share_one_worker(hooks, home, project, other_projec
     assert store.store.counts()["events"] == 24
 
 
+def test_a_hook_that_finds_a_worker_just_up_starts_no_second_one(hooks, home, project):
+    """A hook that could not reach the worker, which came up and cleared its start marker just after, asks for one:
+    nothing is started (a second worker would wait out the first and take over when it is stopped)."""
+    from memory_store.hook import spawn
+    from memory_store.shared.logs import JsonLog
+
+    hooks.run("SessionStart", load_payload("SessionStart-startup", cwd=str(project)))
+    first = wait_for(lambda: worker_health(home))
+    paths = DataPaths(home)
+    assert first and not paths.worker_starting.exists()  # the worker cleared it once it listened
+
+    def spawns() -> int:
+        return paths.log_file.read_text(encoding="utf-8").count('"event": "spawned"')
+
+    before = spawns()
+    assert spawn.start_worker(paths, JsonLog(paths.log_file, "test")) == ("running", True)
+    assert spawns() == before and not paths.worker_starting.exists()
+    assert worker_pids(home) == [first["pid"]]
+
+
 def test_a_killed_worker_is_replaced_and_nothing_is_lost(hooks, home, project):
     hooks.run("SessionStart", load_payload("SessionStart-startup", cwd=str(project)))
     pid = wait_for(lambda: worker_health(home))["pid"]

@@ -19,8 +19,8 @@ from ..shared import protocol
 from ..shared.files import atomic_write, ensure_private_dir
 from ..shared.paths import DataPaths
 from . import runtime
-from .timing import (BOOTSTRAP_RETRY_SECONDS, BOOTSTRAP_STALE_SECONDS, POLL_SECONDS, SPAWN_GUARD_SECONDS,
-                     WORKER_RETRY_SECONDS)
+from .timing import (BOOTSTRAP_RETRY_SECONDS, BOOTSTRAP_STALE_SECONDS, HEALTH_CHECK_SECONDS, POLL_SECONDS,
+                     SPAWN_GUARD_SECONDS, WORKER_RETRY_SECONDS)
 
 
 def worker_python(paths: DataPaths, log) -> str | None:
@@ -112,10 +112,10 @@ def claim_spawn(paths: DataPaths, log) -> bool:
 
 
 def start_worker(paths: DataPaths, log) -> tuple[str, bool]:
-    """Ask for a worker without waiting for it. Returns (what was done, whether a worker can come
-    up soon): 'worker' (spawned), 'bootstrap' (first install or upgrade started), 'pending'
-    (someone else is on it), 'failed' (the bootstrap failed recently; see logs/bootstrap.log) or
-    'worker-failed' (this Python's worker died at start recently; see logs/worker.out)."""
+    """Ask for a worker without waiting for it. Returns (what was done, whether a worker can come up soon):
+    'worker' (spawned), 'running' (one answers already: nothing started), 'bootstrap' (first install or upgrade
+    started), 'pending' (someone else is on it), 'failed' (the bootstrap failed recently; see logs/bootstrap.log)
+    or 'worker-failed' (this Python's worker died at start recently; see logs/worker.out)."""
     ensure_private_dir(paths.runtime)
     python = worker_python(paths, log)
     if python is None:
@@ -127,6 +127,11 @@ def start_worker(paths: DataPaths, log) -> tuple[str, bool]:
             return "pending", False  # an install is under way (it holds a lock; a respawn would just exit)
     if not claim_spawn(paths, log):
         return "pending", python is not None
+    if python is not None and answers(paths):
+        # A worker came up after this hook last tried it, and cleared its start marker, which let this claim
+        # through: a second one would wait out the first and take over once it stops (a `recall worker stop`).
+        _clear_marker(paths)
+        return "running", True
     if python is not None and recently_failed(paths, python):
         _clear_marker(paths)
         return "worker-failed", False
@@ -150,6 +155,15 @@ def start_worker(paths: DataPaths, log) -> tuple[str, bool]:
         pass
     log.info("spawned", what=what)
     return what, python is not None
+
+
+def answers(paths: DataPaths) -> bool:
+    """Does a worker answer on this data dir now? A refused connection costs a fraction of a millisecond."""
+    try:
+        protocol.request(paths, {"op": "health"}, timeout=HEALTH_CHECK_SECONDS)
+        return True
+    except protocol.WorkerUnavailable:
+        return False
 
 
 def _clear_marker(paths: DataPaths) -> None:

@@ -18,4 +18,5 @@ SPAWN_GUARD_SECONDS = 20  # one spawn per this interval, however many hooks run 
 WORKER_RETRY_SECONDS = 60  # a Python whose worker died at start is not tried again before this
 BOOTSTRAP_RETRY_SECONDS = 3600  # after a failed bootstrap, try again this much later
 BOOTSTRAP_STALE_SECONDS = 1800  # a 'running' bootstrap older than this died without saying so
+HEALTH_CHECK_SECONDS = 0.5  # before starting a worker: does one answer already (it may have just come up)?
 POLL_SECONDS = 0.03  # between checks while waiting for a starting worker
