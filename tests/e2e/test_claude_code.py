@@ -15,13 +15,12 @@ import json
 import os
 import re
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from claude_cli import ClaudeUnavailable, claude_env, ensure_claude, parse_debug_hooks, run_claude
-from conftest import ROOT, stop_worker, wait_until_embedded
+from conftest import ROOT, processes_mentioning, stop_worker, wait_for, wait_until_embedded
 from mock_anthropic import DEFAULT_TEXT, MockAnthropic, Text, ToolUse, tool_results_in_turn
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -246,6 +245,20 @@ def blocking_ms(debug: Path) -> tuple[int, int]:
     return waited, prompt
 
 
+def hook_processes(data: Path) -> list[int]:
+    """recall's hook processes still running for this data dir (the worker aside)."""
+    found = []
+    for pid in processes_mentioning(str(data)):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                command = handle.read()
+        except OSError:
+            continue
+        if b"hooks/hook.py" in command or b"hooks/run" in command:
+            found.append(pid)
+    return found
+
+
 def test_async_hooks_lose_nothing_when_the_session_ends(installed):
     """PostToolUse, PostToolUseFailure and Stop are async (Claude Code does not wait for them, and kills those still
     running when `claude -p` exits): with 12 tool calls, in a new session and in a resumed one, every tool call and
@@ -267,7 +280,8 @@ def test_async_hooks_lose_nothing_when_the_session_ends(installed):
         waited, prompt = blocking_ms(debug)
         print(f"{name}: recall hooks on the critical path {waited} ms, UserPromptSubmit alone {prompt} ms")
 
-        time.sleep(2)  # hooks that outlived claude (SIGTERM ignored) finish their few milliseconds
+        # Hooks that outlived claude (SIGTERM ignored) finish their few milliseconds.
+        assert wait_for(lambda: not hook_processes(installed.data), 10), hook_processes(installed.data)
         stop_worker(installed.data)
         recall = stored(installed.data)
         try:
