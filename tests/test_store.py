@@ -224,6 +224,37 @@ def test_the_common_words_of_a_big_project_are_counted_ahead_of_the_prompts(stor
     assert not sqlite.term_frequencies._counts  # a forget clears what was counted
 
 
+def test_common_words_are_counted_again_only_once_a_project_changed(store):
+    """A full count of a big project's words takes seconds at 100k memories: the worker's next rounds re-date it while
+    fewer than RECOUNT_AFTER_CHANGE of the project's memories came or went, and count again after. A store of one
+    project reads its counts straight from the index, the same as counting them one by one."""
+    from memory_store.core.storage.term_frequency import MIN_MEMORIES, RECOUNT_AFTER_CHANGE
+
+    now = time.time()
+    rows = [(f"e{i}", draft(f"deploy {i} of service s{i % 40} finished in {i % 90} s", at=now - 5000 + i), None)
+            for i in range(MIN_MEMORIES + 100)]
+    sqlite = store.store
+    sqlite.record_many(rows)
+    assert sqlite.count_common_words() >= 3
+    counts = {term: count for (project, term), (_, count) in sqlite.term_frequencies._counts.items()}
+    for term in ("deploi", "finish"):  # as the per-project count over the index's instances finds them
+        assert counts[term] == sqlite.db.value(
+            "SELECT count(DISTINCT i.doc) FROM temp.memories_fts_instances AS i CROSS JOIN memories ON memories.id = "
+            "i.doc WHERE i.term = ? AND memories.project = '/p/one'", (term,)) == len(rows)
+
+    few = int(RECOUNT_AFTER_CHANGE * len(rows) / 2)
+    sqlite.record_many([(f"n{i}", draft(f"deploy {i} of the new gateway", at=now + i), None) for i in range(few)])
+    dated = dict(sqlite.term_frequencies._counts)
+    assert sqlite.count_common_words() == 0  # nothing counted again...
+    assert all(sqlite.term_frequencies._counts[key][0] > when for key, (when, _) in dated.items())  # ...but re-dated
+    store.forget([sqlite.lexical_candidates(["gateway"], None, few, "/p/one", None, None).popitem()[0]])
+    assert sqlite.count_common_words() >= 3  # a forget clears the counts: counted afresh
+    sqlite.record_many([(f"m{i}", draft(f"deploy {i} of the other gateway", at=now + few + i), None)
+                        for i in range(3 * few)])
+    assert sqlite.count_common_words() >= 3  # enough came: counted again
+    assert sqlite.term_frequencies._counts[("/p/one", "deploi")][1] == len(rows) + 4 * few - 1
+
+
 def test_a_query_of_common_words_matches_what_holds_them_all_first(store):
     """Every word common (a big store): the memories holding all of them are the lexical candidates, and those holding
     any come in only when too few hold all."""

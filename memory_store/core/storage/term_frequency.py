@@ -28,6 +28,10 @@ KEEP_COUNTS_FROM = 50  # a word that many memories hold is nobody's secret; coun
 # latency bench's questions met 2-3 new ones each (4.7 of a prompt's 7 ms of word search). Refreshed this often, so the
 # counts never expire under a running worker.
 WARM_EVERY_SECONDS = 240.0
+# ...but counted again only once this share of the project's memories came or went since the last count (until then
+# the counts are re-dated): a word's count moves by at most that much, so only a word within it of the bar could change
+# sides, and this is a speed measure. A full count at 100k memories takes one core ~8 s, and prompts slow meanwhile.
+RECOUNT_AFTER_CHANGE = 0.01
 
 
 class TermFrequencies:
@@ -39,6 +43,8 @@ class TermFrequencies:
     def __init__(self, ttl: float = COUNTS_TTL_SECONDS):
         self.ttl = ttl
         self._counts: dict[tuple, tuple[float, int]] = {}  # (project, common word or None) -> (when, count)
+        # project -> (its memories, the newest memory id, the counts) at the worker's last full count
+        self._taken: dict[str | None, tuple[int, int, dict[str | None, int]]] = {}
 
     def selective(self, count_of: Callable[[str | None, str | None], int], terms: list[str], share: float,
                   project: str | None, now: float | None = None,
@@ -79,8 +85,31 @@ class TermFrequencies:
             if key is None or count >= KEEP_COUNTS_FROM:
                 self._remember(project, key, now, count)
 
+    def taken(self, project: str | None, memories: int, newest: int, counts: dict[str | None, int],
+              now: float | None = None) -> None:
+        """A full count of `project`'s common words (store.count_common_words), when it held `memories` memories,
+        the newest with id `newest`."""
+        self._taken[project] = (memories, newest, counts)
+        self.remember(project, counts, now)
+
+    def last_taken(self, project: str | None) -> tuple[int, int, dict[str | None, int]] | None:
+        return self._taken.get(project)
+
+    def still_current(self, project: str | None, memories: int, added: int, now: float | None = None) -> bool:
+        """True, and the last full count of `project` re-dated, when it holds `memories` memories now, `added` of them
+        since that count, and fewer than RECOUNT_AFTER_CHANGE of them came or went."""
+        last = self._taken.get(project)
+        if last is None:
+            return False
+        removed = last[0] + added - memories
+        if added + abs(removed) > RECOUNT_AFTER_CHANGE * memories:
+            return False
+        self.remember(project, last[2], now)
+        return True
+
     def clear(self) -> None:
         self._counts.clear()
+        self._taken.clear()
 
     def _cached(self, project: str | None, term: str | None, now: float) -> int | None:
         cached = self._counts.get((project, term))
