@@ -229,6 +229,8 @@ def test_worker_embeds_new_memories_in_the_background(hooks, home, project):
     health = wait_for(lambda: (h := worker_health(home)) and h["model"] == "ready" and h["pending"] == 0 and h,
                       timeout=60)
     assert health
+    # Its first background round (recent vectors in RAM, common words counted) is reported done.
+    assert wait_for(lambda: worker_health(home)["prepared"], timeout=30)
     store = stored(home)
     assert store.store.counts()["vectors"] >= 1
     hits = store.search("when does the nightly export happen", project=str(project))

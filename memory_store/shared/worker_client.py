@@ -40,14 +40,17 @@ def drain(paths: DataPaths) -> bool:
     return bool(answer.get("ok")) and answer.get("model") == "ready"
 
 
-def wait_until_embedded(paths: DataPaths, seconds: float = 30, poll: float = 0.1) -> dict | None:
+def wait_until_embedded(paths: DataPaths, seconds: float = 30, poll: float = 0.1,
+                        prepared: bool = False) -> dict | None:
     """Block until the worker has its model (or knows it cannot load one) and an empty embedding
-    queue; returns its last health answer (None if it never answered)."""
+    queue (and, if `prepared`, its first background round done: the steady state a bench measures); returns its
+    last health answer (None if it never answered)."""
     deadline = time.monotonic() + seconds
     last = None
     while time.monotonic() < deadline:
         last = health(paths) or last
-        if last and last.get("model") != "loading" and last.get("pending") == 0:
+        if last and last.get("model") != "loading" and last.get("pending") == 0 and (
+                last.get("prepared", True) or not prepared):
             return last
         time.sleep(poll)
     return last

@@ -25,10 +25,12 @@ def run(worker) -> None:
         embedder = load_embedder(worker.config.embedding, worker.paths.home / "models", worker.log)
     except EmbeddingUnavailable as exc:
         worker.model_state = f"unavailable: {exc}"
+        worker.prepared = True  # nothing to prepare without a model
         worker.log.warning("model_unavailable", reason=str(exc))
         return
     except Exception as exc:
         worker.model_state = f"unavailable: {type(exc).__name__}: {exc}"
+        worker.prepared = True
         worker.failed("model_failed", str(exc))
         return
     worker.recall.models.set_embedder(embedder)
@@ -83,6 +85,7 @@ def _embed_rounds(worker, background, embedder) -> None:
             elif now - last_prune > PRUNE_EVERY_SECONDS:
                 last_prune = now
                 jobs.prune_trivial(background, time.time())
+            worker.prepared = True
         except StorageUnavailable:  # the shared database is away: try again later
             worker.stop_event.wait(STORAGE_RETRY_SECONDS)
             continue

@@ -68,6 +68,9 @@ class Worker:
         self.server: socketserver.BaseServer | None = None
         self.socket_inode: int | None = None
         self.model_state = "loading"
+        # Its first background round done: the recent vectors in RAM, the common words counted (~12 s of one core at
+        # 100k memories, when prompts are slower); a bench measures the steady state after it.
+        self.prepared = False
         self.last_error: str | None = None
         self.database_env = database_env_fingerprint()  # RECALL_DATABASE_URL as this worker was started with it
 
@@ -209,6 +212,7 @@ class Worker:
             pending, storage = None, str(exc)
         return {
             "pid": os.getpid(), "version": __version__, "home": str(self.paths.home), "model": self.model_state,
+            "prepared": self.prepared,
             "uptime": round(time.time() - self.started, 1), "pending": pending, "python": sys.executable,
             "storage": storage, "rss_mb": rss_mb(), "last_error": self.last_error,
         }

@@ -256,7 +256,7 @@ def measure_size(root: Path, size: int, runs: int, echo, database_url: str | Non
             env = dict(os.environ, RECALL_HOME=str(home), RECALL_PYTHON=sys.executable)
             subprocess.run([str(root / "hooks" / "run"), "SessionStart"], input=json.dumps(
                 payloads(project, "warmup")["SessionStart"]).encode(), env=env, capture_output=True, timeout=60)
-            wait_until_embedded(DataPaths(home), 120)
+            wait_until_embedded(DataPaths(home), 180, prepared=True)  # what a worker does once after its start
             hooks = measure_hooks(root, home, project, runs, echo)
             stages = worker_stages(home)
             rss = worker_rss_mb(home)
