@@ -44,11 +44,11 @@ class SqliteSearch:
         share = self.config.ranking.common_term_share
         if share <= 0:
             return 0
-        taken = 0
         projects = self.db.all("SELECT project, count(*) FROM memories GROUP BY project HAVING count(*) >= ?",
                                (MIN_MEMORIES,))
-        for project, _own in projects:
-            with self.db.lock:
+        with self.db.lock:
+            due: dict[str, int] = {}  # project -> its memories (and the global ones), for those to count
+            for project, _own in projects:
                 total = self._count_holding(project, None)
                 last = self.term_frequencies.last_taken(project)
                 if last is not None:
@@ -56,21 +56,31 @@ class SqliteSearch:
                                           (last[1], project, GLOBAL_PROJECT), default=0)
                     if self.term_frequencies.still_current(project, total, added):
                         continue
-                newest = self.db.value("SELECT max(id) FROM memories", default=0)
-                self._vocabulary_of_index()
-                common = self.db.all("SELECT term, doc FROM temp.memories_fts_vocab WHERE doc > ?", (share * total,))
-                counts: dict[str | None, int] = {None: total}
-                if total == self._count_holding(None, None):  # every memory is this project's or global: the index's
-                    counts.update(common)  # own counts are the project's (0.1 s at 100k, where joins took 8 s)
-                else:
-                    for token, _everywhere in common:  # by token, not by MATCH: a stem is not always its own ("caus")
-                        counts[token] = self.db.value(
-                            "SELECT count(DISTINCT i.doc) FROM temp.memories_fts_instances AS i CROSS JOIN memories "
-                            "ON memories.id = i.doc WHERE i.term = ? AND memories.project IN (?, ?)",
-                            (token, project, GLOBAL_PROJECT), default=0)
-            self.term_frequencies.taken(project, total, newest, counts)
-            taken += len(counts)
-        return taken
+                due[project] = total
+            if not due:
+                return 0
+            newest = self.db.value("SELECT max(id) FROM memories", default=0)
+            everything = self._count_holding(None, None)
+            counts: dict[str, dict[str | None, int]] = {project: {None: total} for project, total in due.items()}
+            self._vocabulary_of_index()
+            for token, anywhere in self.db.all("SELECT term, doc FROM temp.memories_fts_vocab WHERE doc > ?",
+                                               (share * min(due.values()),)):
+                wanted = [project for project, total in due.items() if anywhere > share * total]
+                for project in [p for p in wanted if due[p] == everything]:  # every memory is this project's or
+                    counts[project][token] = anywhere  # global: the index's own count is the project's
+                wanted = [p for p in wanted if due[p] != everything]
+                if wanted:  # one pass over the word's places serves every project (by token, not by MATCH: a stem
+                    # is not always its own stem, "caus")
+                    held = dict(self.db.all(
+                        "SELECT memories.project, count(DISTINCT i.doc) FROM temp.memories_fts_instances AS i "
+                        "CROSS JOIN memories ON memories.id = i.doc WHERE i.term = ? GROUP BY memories.project",
+                        (token,)))
+                    for project in wanted:
+                        counts[project][token] = held.get(project, 0) + (
+                            held.get(GLOBAL_PROJECT, 0) if project != GLOBAL_PROJECT else 0)
+        for project, taken in counts.items():
+            self.term_frequencies.taken(project, due[project], newest, taken)
+        return sum(len(taken) for taken in counts.values())
 
     def _count_holding(self, project: str | None, term: str | None) -> int:
         """Memories of `project` (and global ones; all for None), holding `term` if one is given."""
