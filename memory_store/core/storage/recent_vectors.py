@@ -56,6 +56,7 @@ WHOLE_UP_TO = 20_000
 # took 77 ms and its newer-value checks 45 ms more; the int8 archive is read in ~7 ms and holds ~40 MB.
 SYNC_SECONDS = 0.05  # a search sees vectors written elsewhere this fresh (the worker's own: at once)
 RELOAD_AFTER = DAY  # the window slides: reload (dropping what aged out) this often
+RELOAD_BATCH = 4096  # vectors a reload puts in at a time
 CHUNK = 8192  # int8 rows turned into floats at a time (a product over all of them at once would copy them all)
 # Past this many int8 rows a search first keeps, for each query, the PREFILTER rows whose signs agree with it most (a
 # Hamming distance over 48 bytes a vector: ~2 ms at 100k, where turning every row into floats took ~9), and only those
@@ -102,6 +103,34 @@ class VectorTable:
         self.project_codes[row] = project_code
         self.kind_codes[row] = kind_code
         self.alive[row] = True
+
+    def put_many(self, ids: list[int], vectors, created: list[float], project_codes: list[int],
+                 kind_codes: list[int]) -> None:
+        """Rows for memories not held yet (a reload), in one go: the same rows as put would make one by one."""
+        if any(memory_id in self.row_of for memory_id in ids):
+            for k, memory_id in enumerate(ids):
+                self.put(memory_id, vectors[k], created[k], project_codes[k], kind_codes[k])
+            return
+        n = len(ids)
+        while self.size + n > len(self.ids):
+            self._grow()
+        rows = slice(self.size, self.size + n)
+        if self.quantized:
+            scales = np.abs(vectors).max(axis=1).astype(np.float64) / 127.0  # as put: in float64, then float32
+            scales[scales == 0] = 1.0
+            scales = scales.astype(np.float32)
+            self.matrix[rows] = np.round(vectors / scales[:, None]).astype(np.int8)
+            self.scales[rows] = scales
+            self.signs[rows] = sign_bits(vectors)
+        else:
+            self.matrix[rows] = vectors
+        self.ids[rows] = ids
+        self.created[rows] = created
+        self.project_codes[rows] = project_codes
+        self.kind_codes[rows] = kind_codes
+        self.alive[rows] = True
+        self.row_of.update(zip(ids, range(self.size, self.size + n)))
+        self.size += n
 
     def drop(self, memory_id: int) -> bool:
         row = self.row_of.pop(memory_id, None)
@@ -165,10 +194,11 @@ class VectorTable:
         return sum(getattr(self, name).nbytes for name in self.ARRAYS)
 
 
-def sign_bits(vector) -> np.ndarray:
-    """A vector's signs, 64 to a word (the last one padded with zeros)."""
-    packed = np.packbits(vector > 0)
-    return np.pad(packed, (0, -len(packed) % 8)).view(np.uint64)
+def sign_bits(vectors) -> np.ndarray:
+    """A vector's signs, 64 to a word (the last one padded with zeros); of a matrix, each row's."""
+    packed = np.packbits(vectors > 0, axis=-1)
+    padding = [(0, 0)] * (packed.ndim - 1) + [(0, -packed.shape[-1] % 8)]
+    return np.ascontiguousarray(np.pad(packed, padding)).view(np.uint64)
 
 
 class RecentVectors:
@@ -242,8 +272,13 @@ class RecentVectors:
         fresh.start = start
         fresh._clear(64, archive=self.archive_up_to > 0 and start > 0 and size <= self.archive_up_to)
         fresh.complete = fresh.archive is not None or not index.has_vector_before(start)
+        batch = []
         for row in index.rows_since(0.0 if fresh.archive is not None else start):  # as they come: no list of all
-            fresh._put(*row)
+            batch.append(row)
+            if len(batch) == RELOAD_BATCH:
+                fresh._put_many(batch)
+                batch = []
+        fresh._put_many(batch)
         with self.lock:
             self.window, self.archive, self.codes, self.kinds = fresh.window, fresh.archive, fresh.codes, fresh.kinds
             self.start, self.complete, self.loaded_at = start, fresh.complete, loaded_at
@@ -258,6 +293,24 @@ class RecentVectors:
             return
         codes = (self.codes.setdefault(project, len(self.codes) + 1), self.kinds.setdefault(kind, len(self.kinds) + 1))
         table.put(memory_id, np.frombuffer(embedding, dtype=np.float32), created_at, *codes)
+
+    def _put_many(self, rows: list[tuple]) -> None:
+        """_put of many rows (a reload reads every vector: one by one that took 4-6 s at 100k)."""
+        tables: dict[int, tuple[VectorTable, list]] = {}
+        for memory_id, project, created_at, embedding, kind in rows:
+            if len(embedding) != self.dim * 4:
+                continue
+            table = self.window if created_at >= self.start else self.archive
+            if table is None:
+                self.complete = False
+                continue
+            codes = (self.codes.setdefault(project, len(self.codes) + 1),
+                     self.kinds.setdefault(kind, len(self.kinds) + 1))
+            tables.setdefault(id(table), (table, []))[1].append((memory_id, created_at, embedding, *codes))
+        for table, held in tables.values():
+            ids, created, embeddings, project_codes, kind_codes = zip(*held)
+            vectors = np.frombuffer(b"".join(embeddings), dtype=np.float32).reshape(len(ids), self.dim)
+            table.put_many(list(ids), vectors, list(created), list(project_codes), list(kind_codes))
 
     def _drop(self, memory_id: int) -> None:
         if not self.window.drop(memory_id) and self.archive is not None:
