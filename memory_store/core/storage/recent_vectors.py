@@ -236,7 +236,7 @@ class RecentVectors:
     def sync(self, index: VectorFeed, *, force: bool = False) -> None:
         """Apply the vector writes logged since the last sync (everything, the first time). The window slides (a
         reload, RELOAD_AFTER) only when `force`d, as the worker's background thread does after writing vectors:
-        a search never waits for one (a big store's reload reads every vector, ~2 s at 100k)."""
+        a search never waits for one (a big store's reload reads every vector, ~1.2 s at 100k)."""
         if not force and self.fresh():
             return
         now = time.monotonic()
