@@ -251,6 +251,10 @@ def test_a_reload_puts_many_rows_as_putting_them_one_by_one_would():
             one.put(ids[k], vectors[k], created[k], projects[k], kinds[k])
         many.put_many(ids[:200], vectors[:200], created[:200], projects[:200], kinds[:200])
         many.put_many(ids[150:], vectors[150:], created[150:], projects[150:], kinds[150:])  # 50 held already
-        assert one.size == many.size == 300 and one.row_of == many.row_of
+        for memory_id, k in ((5000, 7), (5001, 8), (5000, 9)):  # a new memory twice in one batch: one row, its last
+            one.put(memory_id, vectors[k], created[k], projects[k], kinds[k])
+        many.put_many([5000, 5001, 5000], vectors[[7, 8, 9]], [created[k] for k in (7, 8, 9)],
+                      [projects[k] for k in (7, 8, 9)], [kinds[k] for k in (7, 8, 9)])
+        assert one.size == many.size == 302 and one.row_of == many.row_of
         for name in VectorTable.ARRAYS:
-            assert np.array_equal(getattr(one, name)[:300], getattr(many, name)[:300]), (quantized, name)
+            assert np.array_equal(getattr(one, name)[:302], getattr(many, name)[:302]), (quantized, name)

@@ -106,8 +106,9 @@ class VectorTable:
 
     def put_many(self, ids: list[int], vectors, created: list[float], project_codes: list[int],
                  kind_codes: list[int]) -> None:
-        """Rows for memories not held yet (a reload), in one go: the same rows as put would make one by one."""
-        if any(memory_id in self.row_of for memory_id in ids):
+        """Rows for memories not held yet (a reload), in one go: the same rows as put would make one by one (and, for
+        a memory held already or twice in `ids`, put it is)."""
+        if len(set(ids)) < len(ids) or any(memory_id in self.row_of for memory_id in ids):
             for k, memory_id in enumerate(ids):
                 self.put(memory_id, vectors[k], created[k], project_codes[k], kind_codes[k])
             return
