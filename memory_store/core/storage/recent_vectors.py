@@ -91,18 +91,8 @@ class VectorTable:
                 self._grow()
             row, self.size = self.size, self.size + 1
             self.row_of[memory_id] = row
-        if self.quantized:
-            scale = float(np.abs(vector).max()) / 127.0 or 1.0
-            self.matrix[row] = np.round(vector / scale).astype(np.int8)
-            self.scales[row] = scale
-            self.signs[row] = sign_bits(vector)
-        else:
-            self.matrix[row] = vector
-        self.ids[row] = memory_id
-        self.created[row] = created_at
-        self.project_codes[row] = project_code
-        self.kind_codes[row] = kind_code
-        self.alive[row] = True
+        self._fill(slice(row, row + 1), [memory_id], np.asarray(vector, dtype=np.float32)[None, :], [created_at],
+                   [project_code], [kind_code])
 
     def put_many(self, ids: list[int], vectors, created: list[float], project_codes: list[int],
                  kind_codes: list[int]) -> None:
@@ -115,9 +105,13 @@ class VectorTable:
         n = len(ids)
         while self.size + n > len(self.ids):
             self._grow()
-        rows = slice(self.size, self.size + n)
+        self._fill(slice(self.size, self.size + n), ids, vectors, created, project_codes, kind_codes)
+        self.row_of.update(zip(ids, range(self.size, self.size + n)))
+        self.size += n
+
+    def _fill(self, rows: slice, ids, vectors, created, project_codes, kind_codes) -> None:
         if self.quantized:
-            scales = np.abs(vectors).max(axis=1).astype(np.float64) / 127.0  # as put: in float64, then float32
+            scales = np.abs(vectors).max(axis=1).astype(np.float64) / 127.0  # one scale a row, 1 for a zero vector
             scales[scales == 0] = 1.0
             scales = scales.astype(np.float32)
             self.matrix[rows] = np.round(vectors / scales[:, None]).astype(np.int8)
@@ -130,8 +124,6 @@ class VectorTable:
         self.project_codes[rows] = project_codes
         self.kind_codes[rows] = kind_codes
         self.alive[rows] = True
-        self.row_of.update(zip(ids, range(self.size, self.size + n)))
-        self.size += n
 
     def drop(self, memory_id: int) -> bool:
         row = self.row_of.pop(memory_id, None)
