@@ -15,7 +15,7 @@ import os
 import sys
 import time
 
-from ..shared import protocol
+from ..shared import worker_client
 from ..shared.files import atomic_write, ensure_private_dir
 from ..shared.paths import DataPaths
 from . import runtime
@@ -127,7 +127,7 @@ def start_worker(paths: DataPaths, log) -> tuple[str, bool]:
             return "pending", False  # an install is under way (it holds a lock; a respawn would just exit)
     if not claim_spawn(paths, log):
         return "pending", python is not None
-    if python is not None and answers(paths):
+    if python is not None and worker_client.health(paths, HEALTH_CHECK_SECONDS) is not None:
         # A worker came up after this hook last tried it, and cleared its start marker, which let this claim
         # through: a second one would wait out the first and take over once it stops (a `recall worker stop`).
         _clear_marker(paths)
@@ -157,15 +157,6 @@ def start_worker(paths: DataPaths, log) -> tuple[str, bool]:
     return what, python is not None
 
 
-def answers(paths: DataPaths) -> bool:
-    """Does a worker answer on this data dir now? A refused connection costs a fraction of a millisecond."""
-    try:
-        protocol.request(paths, {"op": "health"}, timeout=HEALTH_CHECK_SECONDS)
-        return True
-    except protocol.WorkerUnavailable:
-        return False
-
-
 def _clear_marker(paths: DataPaths) -> None:
     try:
         paths.worker_starting.unlink()
@@ -178,18 +169,11 @@ def wait_for_worker(paths: DataPaths, seconds: float) -> str:
     `seconds` pass ('timeout')."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        try:
-            protocol.request(paths, {"op": "health"}, timeout=max(0.05, deadline - time.monotonic()))
+        if worker_client.health(paths, max(0.05, deadline - time.monotonic())) is not None:
             return "up"
-        except protocol.WorkerUnavailable:
-            pass
         pid, what, _ = read_marker(paths)
         if pid and what == "worker" and not alive(pid):
             # It may have exited because another worker holds the lock and serves already.
-            try:
-                protocol.request(paths, {"op": "health"}, timeout=0.2)
-                return "up"
-            except protocol.WorkerUnavailable:
-                return "died"
+            return "up" if worker_client.health(paths, 0.2) is not None else "died"
         time.sleep(POLL_SECONDS)
     return "timeout"

@@ -1,6 +1,6 @@
-"""Calls to a running worker from full-Python callers (the API, the CLI, the demo, benchmarks):
-health, search, drain the embedding queue, wait, stop. Every call returns None (or False) when no
-worker answers: callers then do the work in-process."""
+"""Calls to a running worker from full-Python callers (the API, the CLI, the demo, benchmarks) and from the hook's
+slow path (is a worker up?): health, search, drain the embedding queue, wait, stop. Every call returns None (or False)
+when no worker answers: callers then do the work in-process."""
 
 from __future__ import annotations
 
