@@ -141,7 +141,7 @@ def _judge(store: Store, models, prompt: str, project: str, session_id: str | No
         with stage("ahead"):
             rows.update((row.id, row) for row in store.live_rows(found.lexical))
             best = sorted(found.lexical, key=found.lexical.get, reverse=True)[:EPISODES_READ_AT_ONCE]
-            read_ahead(store, [rows[i].memory() for i in best if i in rows and eligible([rows[i]])])
+            read_ahead(store, [row.memory() for row in eligible([rows[i] for i in best if i in rows])])
 
     found = search.candidates(store, embedder, rcfg, prompt, rcfg.candidates, project,
                               None if window is None else now - window * DAY, None, now, meanwhile=read_lexical_ahead)

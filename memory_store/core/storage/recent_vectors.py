@@ -248,8 +248,7 @@ class RecentVectors:
             changed = list(dict.fromkeys(changed))
             for memory_id in changed:
                 self._drop(memory_id)
-            for row in index.rows_of(changed):
-                self._put(*row)
+            self._put_many(list(index.rows_of(changed)))
 
     def _reload(self, index: VectorFeed) -> None:
         """Read every vector the copy holds into new tables, then swap them in: searches go on meanwhile with the old
@@ -277,25 +276,16 @@ class RecentVectors:
             self.start, self.complete, self.loaded_at = start, fresh.complete, loaded_at
             self.seq, self.synced_at, self.loaded = seq, time.monotonic(), True
 
-    def _put(self, memory_id: int, project: str, created_at: float, embedding: bytes, kind: str | None) -> None:
-        if len(embedding) != self.dim * 4:
-            return
-        table = self.window if created_at >= self.start else self.archive
-        if table is None:
-            self.complete = False  # e.g. an import of old transcripts
-            return
-        codes = (self.codes.setdefault(project, len(self.codes) + 1), self.kinds.setdefault(kind, len(self.kinds) + 1))
-        table.put(memory_id, np.frombuffer(embedding, dtype=np.float32), created_at, *codes)
-
     def _put_many(self, rows: list[tuple]) -> None:
-        """_put of many rows (a reload reads every vector: one by one that took 4-6 s at 100k)."""
+        """Put rows of (memory id, project, created_at, embedding, kind) into the window or the archive by their age, a
+        table's rows in one go (a reload reads every vector: one by one that took 4-6 s at 100k)."""
         tables: dict[int, tuple[VectorTable, list]] = {}
         for memory_id, project, created_at, embedding, kind in rows:
             if len(embedding) != self.dim * 4:
                 continue
             table = self.window if created_at >= self.start else self.archive
             if table is None:
-                self.complete = False
+                self.complete = False  # e.g. an import of old transcripts
                 continue
             codes = (self.codes.setdefault(project, len(self.codes) + 1),
                      self.kinds.setdefault(kind, len(self.kinds) + 1))
