@@ -102,12 +102,9 @@ def measure_hooks(root: Path, home: Path, project: str, runs: int, echo=print) -
             if i < 5:  # peak memory barely varies; a few samples suffice
                 rss[event].append(peak_rss_kb([python, "-I", "-S", str(root / "hooks" / "hook.py"), event], data, env))
                 rss["bare python"].append(peak_rss_kb(bare_argv, b"", env))
-    report = {name: {**summarize(values),
-                     "peak_rss_mb": round(max(rss[name]) / 1024, 1) if rss[name] and None not in rss[name] else None}
-              for name, values in results.items()}
-    bare = report["bare python"]["p50"]
-    for row in report.values():
-        row["p50_vs_bare"] = round(row["p50"] / bare, 2) if bare else None
+    report = turn.summarize_against_bare(results)
+    for name, row in report.items():
+        row["peak_rss_mb"] = round(max(rss[name]) / 1024, 1) if rss[name] and None not in rss[name] else None
     return report
 
 

@@ -28,6 +28,15 @@ SEARCH_QUERY = "Why does the deploy script time out against the staging cluster?
 IDLE_TIMEOUT_MINUTES = 0.02  # 1.2 s: "a long pause" without waiting 30 minutes
 
 
+def summarize_against_bare(times: dict[str, list[float]]) -> dict[str, dict]:
+    """Each timing's summary (core/stats.py) with its p50 as a multiple of the "bare python" one's."""
+    report = {name: summarize(values) for name, values in times.items()}
+    bare = report["bare python"]["p50"]
+    for row in report.values():
+        row["p50_vs_bare"] = round(row["p50"] / bare, 2) if bare else None
+    return report
+
+
 def async_events(root: Path) -> set[str]:
     """The events hooks/hooks.json registers as `"async": true` (Claude Code does not wait for them)."""
     registered = json.loads((root / "hooks" / "hooks.json").read_text(encoding="utf-8"))["hooks"]
@@ -69,10 +78,8 @@ def measure_search_commands(root: Path, home: Path, project: str, runs: int = 20
             times[name].append(ms)
             if name != "bare python":
                 answered[name] = answered[name] and ("#" in out or "Nothing relevant" in out)
-    report = {name: summarize(values) for name, values in times.items()}
-    bare = report["bare python"]["p50"]
+    report = summarize_against_bare(times)
     for name, row in report.items():
-        row["p50_vs_bare"] = round(row["p50"] / bare, 2) if bare else None
         row["answered"] = answered[name]
     return report
 
@@ -131,8 +138,4 @@ def measure_without_worker(root: Path, base: Path, payloads: dict[str, dict], ru
             times[event].append((time.perf_counter() - start) * 1000)
         times["bare python"].append(_timed([sys.executable, "-I", "-S", "-c", "pass"], env, str(base))[0])
     spooled = len(list(paths.spool.glob("*.json")))
-    report = {name: summarize(values) for name, values in times.items()}
-    bare = report["bare python"]["p50"]
-    for row in report.values():
-        row["p50_vs_bare"] = round(row["p50"] / bare, 2) if bare else None
-    return {"hooks_ms": report, "spooled": spooled, "events": runs * len(payloads)}
+    return {"hooks_ms": summarize_against_bare(times), "spooled": spooled, "events": runs * len(payloads)}
