@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from conftest import ROOT, load_payload, wait_for, worker_health, stored
 from memory_store.shared import protocol as transport
@@ -157,6 +158,44 @@ def test_a_stopped_worker_has_written_its_last_line_when_stop_returns(hooks, hom
     time.sleep(0.5)
     assert not home.exists() and not worker_pids(home)
 
+
+def test_a_worker_stopped_while_its_model_loads_exits_cleanly(home, tmp_path):
+    """A stop that comes while the background thread is inside onnxruntime (creating the model's session, the last
+    ~40 % of the load) ends the worker with status 0, as any stop: tearing the interpreter down under that thread
+    aborted it (SIGABRT, "terminate called without an active exception"), which desktops report as a crash. The
+    first worker measures how long this machine takes to load the model; the second is stopped two thirds in."""
+    from memory_store.shared.worker_client import stop_worker
+
+    def start(data: Path) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "memory_store.worker", "--home", str(data)],
+                                env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, start_new_session=True)
+
+    def stopped(data: Path, worker: subprocess.Popen) -> bytes:
+        try:
+            assert stop_worker(DataPaths(data))
+            return worker.communicate(timeout=30)[1]
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+
+    timing = tmp_path / "timing"
+    first = start(timing)
+    assert wait_for(lambda: worker_health(timing), timeout=30)
+    answered = time.monotonic()
+    assert wait_for(lambda: (worker_health(timing) or {}).get("model") == "ready", timeout=60, interval=0.01)
+    load = time.monotonic() - answered
+    stopped(timing, first)
+
+    worker = start(home)
+    assert wait_for(lambda: worker_health(home), timeout=30)
+    time.sleep(load * 2 / 3)
+    assert worker_health(home)["model"] == "loading"
+    err = stopped(home, worker)
+    assert worker.returncode == 0, err.decode("utf-8", "replace")[-500:]
+    assert b"terminate called" not in err
+    assert '"worker_stopped"' in DataPaths(home).log_file.read_text(encoding="utf-8")
 
 def test_hooks_fall_back_to_the_spool_when_no_worker_can_start(hooks, home, project, tmp_path):
     """RECALL_PYTHON lacks recall's dependencies, so every worker it starts dies at import: hooks
