@@ -6,6 +6,7 @@ import json
 import os
 import socket
 import stat
+import subprocess
 import sys
 import threading
 import time
@@ -100,8 +101,6 @@ def test_no_secret_reaches_disk_through_hooks(hooks, home, project):
 
 def test_no_secret_reaches_disk_through_the_spool(hooks, home, project, tmp_path):
     """Without a worker (its Python lacks the dependencies), events are spooled: redacted there too."""
-    import subprocess
-
     bare = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
     hooks.env["RECALL_PYTHON"] = str(bare / "bin" / "python")
@@ -237,6 +236,32 @@ def test_no_network_access_at_run_time(home, project, monkeypatch):
     except OSError:
         pass
     assert "192.0.2.1" in attempts or ("192.0.2.1", 9) in attempts
+
+
+# What makes onnxruntime (1.29+) skip its telemetry by itself: recall's processes must not rely on them.
+TELEMETRY_OFF_ANYWAY = ("ORT_DISABLE_TELEMETRY", "ORT_RUNNING_UNIT_TESTS", "CI", "TF_BUILD", "GITHUB_ACTIONS",
+                        "GITLAB_CI", "CIRCLECI", "TRAVIS", "JENKINS_URL", "CODEBUILD_BUILD_ID", "BUILDKITE",
+                        "TEAMCITY_VERSION", "APPVEYOR")
+
+
+def test_the_model_runtime_keeps_no_device_id_and_no_usage_events(hooks, home, project, tmp_path):
+    """onnxruntime's wheels keep a device id and usage events (the process's path, the OS, the CPU, each session)
+    in ~/.cache/Microsoft/DeveloperTools/.onnxruntime and upload them to Microsoft unless ORT_DISABLE_TELEMETRY is
+    set when the runtime starts: the worker and recall used as a library load the model with it set."""
+    user = tmp_path / "user"
+    user.mkdir()
+    env = {name: value for name, value in os.environ.items() if name not in TELEMETRY_OFF_ANYWAY + ("XDG_CACHE_HOME",)}
+    env["HOME"] = str(user)
+    hooks.env = env
+    assert hooks.run("UserPromptSubmit", load_payload("UserPromptSubmit", cwd=str(project), prompt="the parser is "
+                                                      "in lexer.py", prompt_id="p1")).returncode == 0
+    wait_until_embedded(home)  # the worker has loaded the model and embedded the prompt
+    library = ("import sys; from memory_store import open_recall; "
+               "print(len(open_recall(sys.argv[1]).search('where is the parser?', project=sys.argv[2])))")
+    found = subprocess.run([sys.executable, "-c", library, str(home), str(project)], env=env, capture_output=True,
+                           text=True, timeout=120)
+    assert found.returncode == 0 and found.stdout.strip() == "1", found.stderr[-500:]
+    assert not (user / ".cache" / "Microsoft").exists(), sorted(str(p) for p in user.rglob("*"))
 
 
 @pytest.mark.parametrize("huge", ["x" * (2 * 1024 * 1024), "'" * 200_000, "Tok3n" * 400_000],

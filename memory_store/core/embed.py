@@ -19,6 +19,7 @@ from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
+from ..shared import native_env
 from ..shared.logs import JsonLog
 from .config import Config, EmbeddingConfig
 
@@ -70,6 +71,7 @@ class Embedder:
     def __init__(self, model_name: str, cfg: EmbeddingConfig, cache_dir: Path | None = None, log=None):
         self.name = model_name
         self.cfg = cfg
+        native_env.for_the_model()  # recall used as a library: before numpy and onnxruntime load
         try:
             import numpy as np
         except ImportError as exc:
@@ -224,6 +226,7 @@ class CrossEncoder:
     """A fastembed TextCrossEncoder for the optional rerank (see config.RerankConfig)."""
 
     def __init__(self, cfg, cache_dir: Path | None = None):
+        native_env.for_the_model()
         try:
             from fastembed.rerank.cross_encoder import TextCrossEncoder
         except ImportError as exc:

@@ -12,9 +12,9 @@ def main() -> None:
     status = answer(sys.argv[1:])
     if status is not None:
         sys.exit(status)
-    from ..shared.blas import one_blas_thread
+    from ..shared import native_env
 
-    one_blas_thread()  # a search without a worker, a bench: as the worker runs the model
+    native_env.for_the_model()  # a search without a worker, a bench: as the worker runs the model
     from .cli import main as cli_main
 
     cli_main()

@@ -1,9 +1,9 @@
 import os
 import sys
 
-from ..shared.blas import one_blas_thread
+from ..shared import native_env
 
-one_blas_thread()  # before numpy is imported
+native_env.for_the_model()  # before numpy and onnxruntime are imported
 
 from .server import main  # noqa: E402
 
