@@ -60,6 +60,29 @@ def test_eleven_done_replies_to_eleven_prompts_are_eleven_turns(recall):
     assert len(ids) == 11
 
 
+def test_a_memorys_conversation_is_its_sessions_turns_around_it_in_order(recall):
+    """The turns the gate builds episodes from: this session's prompts and answers in this project, up to `before`
+    of them before the memory and `after` from it on, within the span, in time order (ties by id)."""
+    store, at = recall.store, round(time.time() - 1000, 6)  # to the microsecond, as hooks date events
+    ids = {}
+    for n, (kind, session, project, offset) in enumerate([
+            ("prompt", "s1", "/p/one", 0), ("exchange", "s1", "/p/one", 1), ("tool", "s1", "/p/one", 2),
+            ("prompt", "s1", "/p/one", 3), ("prompt", "s2", "/p/one", 3), ("exchange", "s1", "/p/two", 3),
+            ("exchange", "s1", "/p/one", 4), ("prompt", "s1", "/p/one", 4), ("exchange", "s1", "/p/one", 5),
+            ("prompt", "s1", "/p/one", 900)]):
+        ids[n] = store.record(f"c{n}", draft(f"turn number {n} of the talk", project=project, kind=kind,
+                                              session=session, at=at + offset)).memory_id
+    middle, tool = store.get([ids[3], ids[2]])
+    conversation = lambda memory, before, after, span=60.0: [m.id for m in store.conversation(memory, before, after, span)]
+    assert conversation(middle, 4, 5) == [ids[0], ids[1], ids[3], ids[6], ids[7], ids[8]]
+    assert conversation(middle, 1, 2) == [ids[1], ids[3], ids[6]]
+    assert conversation(tool, 4, 5) == [ids[0], ids[1], ids[3], ids[6], ids[7], ids[8]]  # a tool call: around it
+    many = store.conversations([middle, tool], 1, 1, 60.0)
+    assert [m.id for m in many[middle.id]] == [ids[1], ids[3]] and [m.id for m in many[tool.id]] == [ids[1], ids[3]]
+    assert many[middle.id][0] == store.get([ids[1]])[0]  # the same memory as read any other way
+    assert conversation(middle, 4, 5, span=900.0)[-1] == ids[9]
+
+
 def test_superseded_memories_are_not_searched(recall):
     old = recall.store.record("e1", draft("the cache TTL is 300 seconds"))
     new = recall.store.record("e2", draft("the cache TTL is 600 seconds", kind="exchange", supersedes=[old.memory_id]))

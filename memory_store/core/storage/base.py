@@ -42,6 +42,35 @@ class Recorded:
     duplicate_event: bool  # this event id was stored before: nothing changed
 
 
+def _memory_from_fields(**fields) -> Memory:
+    """A Memory of every one of its fields, made as pydantic's model_construct makes it, without its per-field
+    bookkeeping: 3.5 µs instead of 7 (~0.4 ms of a prompt's gate)."""
+    memory = _new_memory(Memory)
+    _set(memory, "__dict__", fields)
+    _set(memory, "__pydantic_fields_set__", set(_MEMORY_FIELDS))
+    _set(memory, "__pydantic_extra__", None)
+    _set(memory, "__pydantic_private__", None)
+    return memory
+
+
+def _fast_path_agrees() -> bool:
+    """Does this pydantic build a Memory as _memory_from_fields does? (Otherwise model_construct is used.)"""
+    fields = dict(id=1, text="t", created_at=to_datetime(0.0), session_id="s", project="p", kind="prompt",
+                  importance=0.5, seen_count=1, access_count=0, superseded_by=None, meta={"k": 1}, pinned=False,
+                  agent="", trust=1.0, owner="", visibility="private")
+    try:
+        made, constructed = _memory_from_fields(**fields), Memory.model_construct(**fields)
+        return (set(fields) == _MEMORY_FIELDS and made == constructed and made.__dict__ == constructed.__dict__
+                and made.model_fields_set == constructed.model_fields_set
+                and made.model_copy(update={"text": "u"}).text == "u")
+    except Exception:  # noqa: BLE001 - a pydantic whose internals differ: the documented way, then
+        return False
+
+
+_new_memory, _set, _MEMORY_FIELDS = Memory.__new__, object.__setattr__, frozenset(Memory.model_fields)
+_stored_memory = _memory_from_fields if _fast_path_agrees() else Memory.model_construct
+
+
 @dataclass
 class Row:
     """One memories row, as search and ranking read it (the columns of MEMORY_COLUMNS, in order)."""
@@ -65,9 +94,8 @@ class Row:
     visibility: str = "private"
 
     def memory(self) -> Memory:
-        # model_construct: a stored row is valid already, and validating it costs a prompt ~2 ms
-        # (a gate builds a few hundred of these).
-        return Memory.model_construct(
+        # A stored row is valid already: not validated again (a gate builds ~120 of these a prompt).
+        return _stored_memory(
             id=self.id, text=self.text, created_at=to_datetime(self.created_at), session_id=self.session_id,
             project=self.project, kind=self.kind, importance=self.importance, seen_count=self.seen_count,
             access_count=self.access_count, superseded_by=self.superseded_by, meta=json.loads(self.meta or "{}"),

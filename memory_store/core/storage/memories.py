@@ -24,22 +24,10 @@ class Memories:
     ROW_VECTOR = None  # SQL of a row's vector where it lives in the memories row (read along with turns)
 
     def _conversation_rows(self, memories: list[Memory], before: int, after: int, span: float) -> list[tuple]:
-        """(n, side, vector, *MEMORY_COLUMNS) of the turns before (side 0) and from (side 1) each memories[n]. Each
-        side's time range ends at the memory (ties broken by id), so the session's index is walked from there and
-        no further than the rows taken (a range of the whole span walked every row after the memory first)."""
-        common = (f"SELECT {self.ROW_VECTOR or 'NULL'} AS vector, {MEMORY_COLUMNS} FROM memories "
-                  f"WHERE session_id = ? AND project = ? AND kind IN ({marks(CONVERSATION_KINDS)}) "
-                  "AND created_at BETWEEN ? AND ? ")
-        parts, args = [], []
-        for n, memory in enumerate(memories):
-            at = memory.created_at.timestamp()
-            same = (memory.session_id, memory.project, *CONVERSATION_KINDS)
-            parts.append(f"SELECT * FROM (SELECT {n} AS n, 0 AS side, * FROM ({common}AND NOT (created_at = ? AND "
-                         "id >= ?) ORDER BY created_at DESC, id DESC LIMIT ?) AS e) AS e" + str(n))
-            parts.append(f"SELECT * FROM (SELECT {n} AS n, 1 AS side, * FROM ({common}AND NOT (created_at = ? AND "
-                         "id < ?) ORDER BY created_at, id LIMIT ?) AS l) AS l" + str(n))
-            args += [*same, at - span, at, at, memory.id, before, *same, at, at + span, at, memory.id, after]
-        return self.db.all(" UNION ALL ".join(parts), args)
+        """(n, side, vector, *MEMORY_COLUMNS) of the turns before (side 0) and from (side 1) each memories[n]: the
+        backend's (each side's time range ends at the memory, ties broken by id, so that the session's index is
+        walked from there and no further than the rows taken)."""
+        raise NotImplementedError
 
     def is_mine(self, memory: Memory) -> bool:
         """May this connection change or forget the memory? (Always, in a file of one user.)"""
@@ -256,10 +244,14 @@ class Memories:
         rows = [((r[0], r[1], r[2]), Row(*r[3:])) for r in self._conversation_rows(wanted, before, after, span)]
         if self.ROW_VECTOR and cache is not None:
             self._keep_vectors({r.id: raw for (_, _, raw), r in rows})
+        # A turn near several candidates is one object (neighbouring candidates share most of their turns).
+        built = self._request_cache("turn")
+        if built is None:
+            built = {}
         for n, memory in enumerate(wanted):
             mine = sorted(((side, r) for (k, side, _), r in rows if k == n), key=lambda e: (e[1].created_at, e[1].id))
-            found[memory.id] = [r.memory() for side, r in mine if side == 0] + [r.memory() for side, r in mine
-                                                                                if side == 1]
+            found[memory.id] = [built[r.id] if r.id in built else built.setdefault(r.id, r.memory())
+                                for side in (0, 1) for s, r in mine if s == side]
             if cache is not None:
                 cache[(memory.id, before, after, span)] = found[memory.id]
         return found

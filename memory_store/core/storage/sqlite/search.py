@@ -6,6 +6,7 @@ from __future__ import annotations
 import apsw
 
 from ....shared.projects import GLOBAL_PROJECT
+from ..base import CONVERSATION_KINDS, MEMORY_COLUMNS, marks
 from ..term_frequency import MIN_MEMORIES
 from .schema import FTS_TOKENIZE
 
@@ -22,6 +23,12 @@ def fts_expression(terms: list[str], required: list[str] | None = None) -> str |
     if either is None or not required or set(required) >= set(terms):
         return either
     return f"({' OR '.join(fts_phrase(t) for t in required)}) AND ({either})"
+
+
+_TURN_WALK = (f"SELECT id FROM memories WHERE session_id = ? AND project = ? AND kind IN ({marks(CONVERSATION_KINDS)}) "
+              "AND created_at BETWEEN ? AND ? ")
+_TURNS_BEFORE = _TURN_WALK + "AND NOT (created_at = ? AND id >= ?) ORDER BY created_at DESC, id DESC LIMIT ?"
+_TURNS_FROM = _TURN_WALK + "AND NOT (created_at = ? AND id < ?) ORDER BY created_at, id LIMIT ?"
 
 
 class SqliteSearch:
@@ -160,6 +167,25 @@ class SqliteSearch:
             sql += f" ORDER BY bm25(memories_fts, {weights}) LIMIT ?"
             args.append(n)
             return {memory_id: score for memory_id, score in self.db.all(sql, args)}
+
+    # --- turns --------------------------------------------------------------------------------------
+
+    def _conversation_rows(self, memories: list, before: int, after: int, span: float) -> list[tuple]:
+        """(n, side, vector, *MEMORY_COLUMNS) rows of Memories.conversations. In process, each side is its own walk of the
+        session's index that reads ids only and stops at the rows taken; the rows are then read once, by id (4 memories:
+        0.19 ms, against 0.42 for one statement of nested subqueries that carried every column through each)."""
+        picked: list[tuple[int, int, int]] = []  # (n, side, id)
+        for n, memory in enumerate(memories):
+            at = memory.created_at.timestamp()
+            same = (memory.session_id, memory.project, *CONVERSATION_KINDS)
+            picked += [(n, 0, row[0]) for row in self.db.all(_TURNS_BEFORE, (*same, at - span, at, at, memory.id, before))]
+            picked += [(n, 1, row[0]) for row in self.db.all(_TURNS_FROM, (*same, at, at + span, at, memory.id, after))]
+        ids = list(dict.fromkeys(memory_id for _, _, memory_id in picked))
+        if not ids:
+            return []
+        where, args = self.db.dialect.in_list("id", ids)
+        rows = {row[0]: row for row in self.db.all(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where}", args)}
+        return [(n, side, None, *rows[memory_id]) for n, side, memory_id in picked if memory_id in rows]
 
     def indexed_texts(self, project: str) -> list[tuple[str, str, str]]:
         """(text, context_before, context_after) of a project's live memories: what the text index holds
