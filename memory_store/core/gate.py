@@ -33,8 +33,8 @@ from .timeparse import DAY
 from .turns import Episode, episode, read_ahead
 from .embed import dot
 
-# Episodes are built from their sessions' turns, read a few memories' worth at a time: most prompts that inject take
-# their memories among the first few judged, and each read costs about as much per memory in one statement as alone.
+# While the prompt is embedded, the turns of this many of the best lexical candidates are read (most stay among the
+# best after fusion); the gate then reads the rest as it judges, store.CONVERSATIONS_AT_ONCE at a time.
 EPISODES_READ_AT_ONCE = 4
 # Judging stops early (_Ceiling) only while at most this many memories wait for their vectors (the worker embeds each
 # within milliseconds; after an import thousands may wait, and a prompt then judges its `gate.candidates`).
@@ -181,12 +181,12 @@ def _weigh(store: Store, decision: Decision, found, ranked, exclude_ids, ceiling
             needed = max(bar, decision.taken[0].evidence - cfg.gate.margin) if decision.taken else bar
             if not ceiling.could_reach(needed, index, judged_ids):
                 break  # nor could anything left have the evidence a take needs
-        if index >= read_up_to:  # the conversations of the next few at once (a server is a round trip away)
-            read_up_to = index + EPISODES_READ_AT_ONCE
-            read_ahead(store, [r.memory() for _, r in ranked[index:read_up_to]])
         if any(row.id in other for other in seen_episodes) or any(
                 row.session_id == session and first <= row.created_at <= last for session, first, last in seen_spans):
             continue  # part of an episode already judged (a tool call: it happened during one of its turns)
+        if index >= read_up_to:  # the conversations of the next few at once (a server is a round trip away)
+            read_up_to = index + store.CONVERSATIONS_AT_ONCE
+            read_ahead(store, [r.memory() for _, r in ranked[index:read_up_to]])
         candidate = Candidate(row.memory())
         candidate.episode = episode(store, candidate.memory)
         if _unanswered(candidate):

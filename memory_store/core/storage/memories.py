@@ -22,6 +22,9 @@ class Memories:
     OWNER = "''"  # SQL for the owner of what this connection writes (the backend's)
     MINE = "1 = 1"  # SQL condition: the row is this connection's own (always, in a file of one user)
     ROW_VECTOR = None  # SQL of a row's vector where it lives in the memories row (read along with turns)
+    # How many candidates' conversations the gate reads in one go as it judges them (turns.read_ahead): on a server a
+    # read is a round trip, and most prompts that inject take their memories among the first few judged.
+    CONVERSATIONS_AT_ONCE = 4
 
     def _conversation_rows(self, memories: list[Memory], before: int, after: int, span: float) -> list[tuple]:
         """(n, side, vector, *MEMORY_COLUMNS) of the turns before (side 0) and from (side 1) each memories[n]: the

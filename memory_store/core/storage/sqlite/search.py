@@ -33,6 +33,9 @@ _TURNS_FROM = _TURN_WALK + "AND NOT (created_at = ? AND id < ?) ORDER BY created
 
 class SqliteSearch:
     _vocabulary = None  # the text index's tokenizer, once a word is counted (_vocabulary_of_index)
+    # In process a read costs per memory, not per statement: only the candidate judged next (4 at once read 13
+    # memories' turns for the 9 a prompt on the latency bench judged).
+    CONVERSATIONS_AT_ONCE = 1
     # --- words ----------------------------------------------------------------------------------
 
     def selective_terms(self, terms: list[str], project: str | None) -> list[str]:
