@@ -21,6 +21,7 @@ from memory_store.shared.redact import clean, redact, strip_private
 from secrets_corpus import DOTENV, DOTENV_VALUES, LOOKALIKES, PRIVATE_TEXT, SECRETS
 
 ALL_SECRET_VALUES = [value for _, _, value in SECRETS] + DOTENV_VALUES + [PRIVATE_TEXT]
+SECRETS_PER_TURN = 3  # every secret still goes through every hook's fields: 75 hooks instead of 225
 
 
 def raw_bytes_of(home) -> bytes:
@@ -60,10 +61,12 @@ def session_with_secrets(hooks, project, session="secret-session"):
                             "originalFile": f"x = 1\n{text}\n", "structuredPatch": []})
         send("Stop", prompt_id=f"p{i}", last_assistant_message=f"Configured it with {text} as you asked.")
 
-    # Turns side by side, as parallel sessions would send them (each turn's hooks in order): the same events, a
-    # third of the wall time.
+    # Three secrets to a turn, a line each, as a pasted config holds several (each one alone: test_each_secret_kind_is_
+    # redacted); turns side by side, as parallel sessions would send them (each turn's hooks in order).
+    groups = [SECRETS[i:i + SECRETS_PER_TURN] for i in range(0, len(SECRETS), SECRETS_PER_TURN)]
     with ThreadPoolExecutor(max_workers=3) as pool:
-        list(pool.map(lambda item: turn(item[0], item[1][0], item[1][1]), enumerate(SECRETS)))
+        list(pool.map(lambda item: turn(item[0], ", ".join(kind for kind, _, _ in item[1]),
+                                        "\n".join(text for _, text, _ in item[1])), enumerate(groups)))
     send("PostToolUse-Read", tool_input={"file_path": str(project / ".env")},
          tool_response={"type": "text", "file": {"filePath": str(project / ".env"), "content": DOTENV, "numLines": 2}})
     send("PostToolUse-Bash", tool_input={"command": "cat .env"}, tool_response={"stdout": DOTENV, "stderr": ""})
