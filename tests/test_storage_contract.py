@@ -73,7 +73,10 @@ def test_a_memorys_conversation_is_its_sessions_turns_around_it_in_order(recall)
         ids[n] = store.record(f"c{n}", draft(f"turn number {n} of the talk", project=project, kind=kind,
                                               session=session, at=at + offset)).memory_id
     middle, tool = store.get([ids[3], ids[2]])
-    conversation = lambda memory, before, after, span=60.0: [m.id for m in store.conversation(memory, before, after, span)]
+
+    def conversation(memory, before, after, span=60.0):
+        return [m.id for m in store.conversation(memory, before, after, span)]
+
     assert conversation(middle, 4, 5) == [ids[0], ids[1], ids[3], ids[6], ids[7], ids[8]]
     assert conversation(middle, 1, 2) == [ids[1], ids[3], ids[6]]
     assert conversation(tool, 4, 5) == [ids[0], ids[1], ids[3], ids[6], ids[7], ids[8]]  # a tool call: around it

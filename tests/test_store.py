@@ -299,3 +299,18 @@ def test_a_words_count_from_the_index_vocabulary_is_what_a_match_counts(store):
 def test_a_small_store_searches_every_word(store):
     store.store.record_many([(f"e{i}", draft(f"deploy {i} finished"), None) for i in range(50)])
     assert store.store.selective_terms(["deploy", "rugosun"], "/p/one") == ["deploy", "rugosun"]
+
+
+def test_a_stored_row_becomes_the_memory_pydantic_would_validate():
+    """Rows become Memory objects without validation (storage/base.py): the same object a validated one is."""
+    from memory_store.core.records import Memory
+    from memory_store.core.storage.base import Row
+
+    row = Row(7, "/p/one", "s1", "exchange", "the cache TTL is 600 s", 1795700000.123456, 0.6, 2, 3, 1795700100.5,
+              None, '{"prompt": "what is the TTL?"}', 1, "agent-x", 0.8, "ana", "team")
+    made = row.memory()
+    validated = Memory.model_validate(made.model_dump())
+    assert made == validated and made.model_dump() == validated.model_dump()
+    assert made.model_fields_set == validated.model_fields_set
+    assert made.created_at.timestamp() == pytest.approx(row.created_at) and made.meta == {"prompt": "what is the TTL?"}
+    assert made.model_copy(update={"text": "changed"}).text == "changed" and made.text == "the cache TTL is 600 s"
