@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -147,6 +148,7 @@ class Embedder:
             self._ahead[text] = future
             while len(self._ahead) > AHEAD_QUERIES:  # started for a search that never came (it failed first)
                 self._ahead.popitem(last=False)
+        time.sleep(0)  # hand the interpreter to the embedding thread now: it runs the model without it from then on
 
     def embed_cached(self, texts: list[str]) -> list[bytes]:
         """`embed`, remembering the last RECENT_TEXTS texts: the relevance floor asks again for the query a search
