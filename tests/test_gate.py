@@ -216,8 +216,10 @@ def test_the_prompt_hook_embeds_a_prompt_once_beginning_before_it_is_stored(reca
     demo.session(HANG)
     embedder, store = recall.models.embedder, recall.store
     calls, order = [], []
-    embed_query, start_ahead, record = embedder.embed_query, embedder.start_ahead, store.record
-    embedder.embed_query = lambda text: calls.append(text) or embed_query(text)
+    embed_query, query_from, start_ahead, record = (embedder.embed_query, embedder._query_from, embedder.start_ahead,
+                                                    store.record)
+    embedder.embed_query = lambda text: calls.append(text) or embed_query(text)  # a query embedded on its own
+    embedder._query_from = lambda text, feed: calls.append(text) or query_from(text, feed)  # one begun ahead
     embedder.start_ahead = lambda text: order.append("embedding started") or start_ahead(text)
     store.record = lambda *args: order.append("prompt stored") or record(*args)
     try:
@@ -227,7 +229,7 @@ def test_the_prompt_hook_embeds_a_prompt_once_beginning_before_it_is_stored(reca
         assert demo.ask("morning!") == "" and len(calls) == 1 and order[2:] == ["prompt stored"]
         assert not embedder._ahead
     finally:
-        del embedder.embed_query, embedder.start_ahead, store.record
+        del embedder.embed_query, embedder._query_from, embedder.start_ahead, store.record
 
 
 @pytest.mark.parametrize("prompt, kind", [

@@ -109,7 +109,11 @@ class Embedder:
             return list(self._model.embed(clipped[span[0]:span[1]], batch_size=span[1] - span[0]))
 
         parts = self._bulk.map(call, calls) if self._bulk is not None and len(calls) > 1 else map(call, calls)
-        matrix = np.asarray([row for part in parts for row in part], dtype=np.float32)
+        return self._normalized([row for part in parts for row in part])
+
+    def _normalized(self, rows: list):
+        np = self._np
+        matrix = np.asarray(rows, dtype=np.float32)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return matrix / norms
@@ -142,13 +146,25 @@ class Embedder:
 
     def start_ahead(self, text: str) -> None:
         """Begin `text`'s query embedding now, for the search that will ask for it (`start_query`) after work that
-        does not need it: the prompt hook stores the prompt meanwhile."""
-        future = self._queries.submit(self.embed_query, text)
+        does not need it: the prompt hook stores the prompt meanwhile. The shipped model's inputs are made here, so
+        that the query thread needs the interpreter only to start the model and after it (its start waited for the
+        request's thread 0.3 ms at p50, 3.7 ms at p90)."""
+        if hasattr(self._model, "encode"):
+            feed = self._model.encode([text[: self.cfg.max_chars]])
+            future = self._queries.submit(self._query_from, text, feed)
+        else:
+            future = self._queries.submit(self.embed_query, text)
         with self._recent_lock:
             self._ahead[text] = future
             while len(self._ahead) > AHEAD_QUERIES:  # started for a search that never came (it failed first)
                 self._ahead.popitem(last=False)
         time.sleep(0)  # hand the interpreter to the embedding thread now: it runs the model without it from then on
+
+    def _query_from(self, text: str, feed: dict) -> bytes:
+        """embed_query(text), from its model inputs (MiniLM.encode): the same vector."""
+        vector = self._normalized(list(self._model.run(feed)))[0].tobytes()
+        self._remember({text: vector})
+        return vector
 
     def embed_cached(self, texts: list[str]) -> list[bytes]:
         """`embed`, remembering the last RECENT_TEXTS texts: the relevance floor asks again for the query a search

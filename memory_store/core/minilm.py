@@ -173,14 +173,23 @@ class MiniLM:
         self._tokenizer.enable_padding(pad_id=self._tokenizer.token_to_id(pad), pad_token=pad)
 
     def embed(self, texts: list[str], batch_size: int):
-        np = self._np
         for start in range(0, len(texts), max(1, batch_size)):
-            encoded = self._tokenizer.encode_batch(texts[start:start + batch_size])
-            ids = np.array([e.ids for e in encoded], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-            feed = {"input_ids": ids, "attention_mask": mask}
-            if "token_type_ids" in self._inputs:
-                feed["token_type_ids"] = np.zeros_like(ids)
-            tokens = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
-            pooled = np.sum(tokens, axis=1, where=mask[:, :, None].astype(bool), dtype=np.float64)
-            yield from (pooled / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)).astype(np.float32)
+            yield from self.run(self.encode(texts[start:start + batch_size]))
+
+    def encode(self, texts: list[str]) -> dict:
+        """The model's inputs for these texts (one call's: padded to the longest)."""
+        np = self._np
+        encoded = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64)}
+        if "token_type_ids" in self._inputs:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        return {k: v for k, v in feed.items() if k in self._inputs}
+
+    def run(self, feed: dict):
+        """The mean-pooled vector of each text of `encode`'s inputs (onnxruntime runs without the interpreter)."""
+        np = self._np
+        mask = feed["attention_mask"]
+        tokens = self._session.run(None, feed)[0]
+        pooled = np.sum(tokens, axis=1, where=mask[:, :, None].astype(bool), dtype=np.float64)
+        return (pooled / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)).astype(np.float32)
