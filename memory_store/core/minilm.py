@@ -184,12 +184,12 @@ class MiniLM:
         feed = {"input_ids": ids, "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64)}
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = np.zeros_like(ids)
-        return {k: v for k, v in feed.items() if k in self._inputs}
+        return feed
 
     def run(self, feed: dict):
         """The mean-pooled vector of each text of `encode`'s inputs (onnxruntime runs without the interpreter)."""
         np = self._np
-        mask = feed["attention_mask"]
-        tokens = self._session.run(None, feed)[0]
+        mask = feed["attention_mask"]  # pools the tokens, whether or not the graph takes it
+        tokens = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
         pooled = np.sum(tokens, axis=1, where=mask[:, :, None].astype(bool), dtype=np.float64)
         return (pooled / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)).astype(np.float32)
