@@ -198,6 +198,7 @@ def test_a_worker_stopped_while_its_model_loads_exits_cleanly(home, tmp_path):
     assert b"terminate called" not in err
     assert '"worker_stopped"' in DataPaths(home).log_file.read_text(encoding="utf-8")
 
+
 def test_hooks_fall_back_to_the_spool_when_no_worker_can_start(hooks, home, project, tmp_path):
     """RECALL_PYTHON lacks recall's dependencies, so every worker it starts dies at import: hooks
     still return at once, and every event waits in the spool."""
