@@ -163,8 +163,9 @@ def test_a_stopped_worker_has_written_its_last_line_when_stop_returns(hooks, hom
 def test_a_worker_stopped_while_its_model_loads_exits_cleanly(home, tmp_path):
     """A stop that comes while the background thread is inside onnxruntime (creating the model's session, the last
     ~40 % of the load) ends the worker with status 0, as any stop: tearing the interpreter down under that thread
-    aborted it (SIGABRT, "terminate called without an active exception"), which desktops report as a crash. The
-    first worker measures how long this machine takes to load the model; the second is stopped two thirds in."""
+    aborted it (SIGABRT, "terminate called without an active exception"), which desktops report as a crash. Two
+    workers measure how long this machine takes to load the model (the quicker counts: caches warm); the next one is
+    stopped two thirds in."""
     from memory_store.shared.worker_client import stop_worker
 
     def start(data: Path) -> subprocess.Popen:
@@ -181,13 +182,16 @@ def test_a_worker_stopped_while_its_model_loads_exits_cleanly(home, tmp_path):
                 worker.kill()
                 worker.wait()
 
-    timing = tmp_path / "timing"
-    first = start(timing)
-    assert wait_for(lambda: worker_health(timing), timeout=30)
-    answered = time.monotonic()
-    assert wait_for(lambda: (worker_health(timing) or {}).get("model") == "ready", timeout=60, interval=0.01)
-    load = time.monotonic() - answered
-    stopped(timing, first)
+    loads = []
+    for attempt in range(2):  # the first start may read the model and onnxruntime from disk; the stopped one will not
+        timing = tmp_path / f"timing-{attempt}"
+        first = start(timing)
+        assert wait_for(lambda: worker_health(timing), timeout=30)
+        answered = time.monotonic()
+        assert wait_for(lambda: (worker_health(timing) or {}).get("model") == "ready", timeout=60, interval=0.01)
+        loads.append(time.monotonic() - answered)
+        stopped(timing, first)
+    load = min(loads)
 
     worker = start(home)
     assert wait_for(lambda: worker_health(home), timeout=30)
