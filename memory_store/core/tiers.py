@@ -126,7 +126,7 @@ def _item(store: Store, decision: gate.Decision, candidate: gate.Candidate) -> i
     """A taken candidate as an injectable line: its episode's answer to the prompt."""
     if not candidate.episode:
         return inject.memory_item(candidate.memory)
-    terms = ranking.answer_terms(ranking.parse_query(decision.prompt))
+    terms = decision.terms if decision.terms is not None else ranking.answer_terms(ranking.parse_query(decision.prompt))
     return inject.episode_item(candidate.episode, terms, store.config.inject.max_item_chars, candidate.newer,
                                decision.intent.wants)
 

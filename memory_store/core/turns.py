@@ -59,6 +59,8 @@ class Episode:
     turns: list[Turn] = field(default_factory=list)
     main: int = 0  # index of the anchor's turn in `turns`
     extras: list[Memory] = field(default_factory=list)  # the anchor itself when it is a tool call or an error
+    # excerpt() without `drop`, by its arguments: a taken episode's is wanted twice (newer values, then the line)
+    _excerpts: dict = field(default_factory=dict, repr=False, compare=False)
 
     def ids(self) -> set[int]:
         found = {self.anchor.id}
@@ -109,6 +111,14 @@ class Episode:
         """What of the episode answers a query with these terms, within `limit` characters: the chosen
         sentences in order, the user's as "Q:", the answers as "A:", with the question as a short label
         when none of its own sentences made it. `drop(sentence)`: leave such sentences out (an outdated value)."""
+        if drop is None:
+            key = (frozenset(terms), limit, frozenset(wants))
+            if key not in self._excerpts:
+                self._excerpts[key] = self._excerpt(terms, limit, wants, None)
+            return self._excerpts[key]
+        return self._excerpt(terms, limit, wants, drop)
+
+    def _excerpt(self, terms: set[str], limit: int, wants: set[str], drop) -> str:
         parts = [p for p in self.parts() if drop is None or not drop(p.text)]
         label = self.label()
         chosen = sentences.excerpt([(p.text, p.weight) for p in parts], terms,

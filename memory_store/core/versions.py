@@ -22,7 +22,6 @@ import re
 from functools import lru_cache
 
 from .ranking import STOPWORDS, answer_terms, normalize_term, words
-from .embed import dot
 
 SAME_SUBJECT_COSINE = 0.35  # a looser bar than "the same text": the value words decide
 MIN_SHARED_WORDS = 2
@@ -50,8 +49,8 @@ _EDIT = re.compile(r"`([^`]*)` → `([^`]*)`")  # an Edit memory's change (captu
 # prefer_current call only (cleared at its end: no memory's text outlives the request in RAM).
 @lru_cache(maxsize=4096)
 def subject(text: str) -> frozenset[str]:
-    return frozenset(normalize_term(w) for w in words(text)
-                     if w not in STOPWORDS and not any(ch.isdigit() for ch in w) and len(w) > 2)
+    return frozenset(normalize_term(w) for w in set(words(text))
+                     if len(w) > 2 and w not in STOPWORDS and not any(map(str.isdigit, w)))
 
 
 @lru_cache(maxsize=4096)
@@ -174,7 +173,7 @@ def prefer_current(store, decision, found, now: float) -> None:
     if found.vector is None or not store.vectors_ready():
         return
     try:
-        terms = answer_terms(found.query)
+        terms = decision.terms if decision.terms is not None else answer_terms(found.query)
         limit = store.config.inject.max_item_chars
         for candidate in decision.taken:
             shown = as_stated(candidate.episode.excerpt(terms, limit, decision.intent.wants))
@@ -250,14 +249,15 @@ def _later_statements(store, shown: str, own_ids: set[int], project: str, since:
         if required:
             named.extend(store.lexical_candidates(words, required, NEIGHBOURS, project, since + 1e-6, None))
     vectors = store.vectors_of(ids + named)
+    found = [memory_id for memory_id in dict.fromkeys(ids + named) if memory_id in vectors]
+    # Their similarity to the question and to the closest of the shown memories, in two products.
+    to_query = _similarities(found, vectors, [query] if query is not None else [])
+    to_shown = _similarities(found, vectors, own)
     close = []  # (memory id, similarity to the question): the vectors are read at once, the rows once
-    for memory_id in dict.fromkeys(ids + named):
-        vector = vectors.get(memory_id)
-        if vector is None:
-            continue
-        similarity = dot(vector, query) if query is not None else 0.0
+    for k, memory_id in enumerate(found):
+        similarity = float(to_query[k, 0]) if query is not None else 0.0
         if memory_id not in named and (similarity < MIN_QUERY_SIMILARITY and query is not None
-                                       or max(dot(vector, mine) for mine in own) < SAME_SUBJECT_COSINE):
+                                       or float(to_shown[k].max()) < SAME_SUBJECT_COSINE):
             continue
         close.append((memory_id, similarity))
     memories = {memory.id: memory for memory in store.get([memory_id for memory_id, _ in close])}
@@ -266,3 +266,15 @@ def _later_statements(store, shown: str, own_ids: set[int], project: str, since:
         if memory is not None and not memory.superseded_by and memory.created_at.timestamp() > since \
                 and states_values(memory):
             yield memory, similarity
+
+
+def _similarities(ids: list[int], vectors: dict[int, bytes], queries: list[bytes]):
+    """The cosine similarity of each of these memories' vectors (rows) to each query (columns)."""
+    import numpy as np
+
+    def matrix(rows: list[bytes]):
+        return np.frombuffer(b"".join(rows), dtype=np.float32).reshape(len(rows), -1)
+
+    if not ids or not queries:
+        return np.zeros((len(ids), len(queries)), dtype=np.float32)
+    return matrix([vectors[memory_id] for memory_id in ids]) @ matrix(queries).T

@@ -159,8 +159,12 @@ class VectorTable:
             mask &= self.created[:n] >= since
         if until is not None:
             mask &= self.created[:n] <= until
-        if kind_codes is not None:
-            mask &= np.isin(self.kind_codes[:n], kind_codes)
+        if kind_codes is not None:  # a comparison per kind: np.isin sorts, 20x slower for the two or three asked
+            kinds = self.kind_codes[:n]
+            wanted = np.zeros(n, dtype=bool)
+            for code in kind_codes:
+                wanted |= kinds == code
+            mask &= wanted
         rows = np.flatnonzero(mask)
         if not len(rows):
             return self.ids[:0], np.zeros((0, queries.shape[1]), dtype=np.float32)
