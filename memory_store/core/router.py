@@ -53,14 +53,14 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
     store = ctx.store
     meta = {"prompt_id": event.prompt_id} if event.prompt_id else {}
     with stage("store"):
-        said, draft = capture.users_prompt(event.prompt, store.config.capture, ctx.project, event.session_id, ctx.at,
-                                           meta)
+        said = user_words.read(event.prompt)  # capture.users_prompt, in two steps: the embedding starts between
         if said.kind != user_words.USER:  # Claude Code's words in the user's place (a task notification, a command)
             store.record(ctx.event_id, None, ctx.at)
             return {}
         answers = ctx.respond and not event.prompt.lstrip().startswith(capture.RECALL_COMMAND_PREFIX)
         if answers:
-            gate.prepare(store, ctx.models, said.words)  # the prompt's embedding runs while it is stored
+            gate.prepare(store, ctx.models, said.words)  # the prompt's embedding runs while it is redacted and stored
+        draft = capture.prompt_memory(said.words, store.config.capture, ctx.project, event.session_id, ctx.at, meta)
         recorded = store.record(ctx.event_id, draft, ctx.at)
         if draft is not None:
             remember_if_standing(store, ctx, draft.text)
