@@ -280,3 +280,63 @@ def test_worker_embeds_new_memories_in_the_background(hooks, home, project):
     assert store.store.counts()["vectors"] >= 1
     hits = store.search("when does the nightly export happen", project=str(project))
     assert hits and hits[0].similarity is not None
+
+
+def test_a_request_waits_for_what_the_answer_before_it_still_owed(home):
+    """The worker sends an answer before the work the answer does not need (the prompt's record of what it injected:
+    core/later.py), and a request that comes after that answer starts only once the work is done; a failing piece of
+    that work is reported and the rest is still done. A real socket and the worker's transport; `answer` stands in for
+    the worker, with slow owed work."""
+    import threading
+
+    from memory_store.core import later
+    from memory_store.worker import transport as worker_transport
+
+    events: list[str] = []
+    failures: list[str] = []
+
+    class SlowWorker:
+        def answer(self, message, body):
+            events.append(f"answer {message['n']}")
+            if message["n"] == 1:
+                later.after_answer(lambda: 1 / 0)
+                later.after_answer(lambda: (time.sleep(0.5), events.append("owed work of 1 done")))
+            return transport.encode({"ok": True})
+
+        def failed(self, event, error):
+            failures.append(f"{event}: {error}")
+
+    paths = DataPaths(home)
+    os.makedirs(home)
+    server, _inode = worker_transport.listen(SlowWorker(), paths, "token")
+    serving = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    serving.start()
+    try:
+        def ask(n: int) -> None:
+            line, _ = transport.exchange(str(home), json.dumps({"v": 1, "op": "x", "n": n}).encode(), b"", 10.0)
+            assert json.loads(line)["ok"]
+            events.append(f"answered {n}")
+
+        ask(1)
+        ask(2)
+        wait_for(lambda: len(events) == 5, timeout=10)
+        assert events == ["answer 1", "answered 1", "owed work of 1 done", "answer 2", "answered 2"]
+        assert failures == ["after_answer_failed: ZeroDivisionError: division by zero"]
+    finally:
+        server.shutdown()
+        server.server_close()
+        serving.join(timeout=10)
+
+
+def test_owed_work_is_done_at_once_when_no_answer_is_waiting():
+    """Outside the worker (the CLI, the spool, a test calling the router) `after_answer` work is done on the spot."""
+    from memory_store.core import later
+
+    done = []
+    later.after_answer(lambda: done.append("now"))
+    assert done == ["now"]
+    with later.deferring() as queued:
+        later.after_answer(lambda: done.append("later"))
+    assert done == ["now"] and len(queued) == 1
+    later.run(queued, failed=lambda exc: None)
+    assert done == ["now", "later"]

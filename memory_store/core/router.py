@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from ..shared import spool
-from . import alerts, capture, compaction, gate, inject, preferences, tiers, transcripts, user_words
+from . import alerts, capture, compaction, gate, inject, later, preferences, tiers, transcripts, user_words
 from .hook_events import (HANDLED_EVENTS, CwdChanged, PostToolUse, PostToolUseFailure, PreCompact, SessionEnd,
                           SessionStart, Stop, SubagentStop, UserPromptSubmit, parse_event)
 from ..shared.projects import GLOBAL_PROJECT, locate
@@ -76,12 +76,11 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
         text, ids = inject.render_block(items, "Possibly relevant to this prompt:", budget,
                                         store.config.inject.max_item_chars, ctx.at)
         text = "\n".join(part for part in (brief, text) if part)
-    with stage("bookkeeping"):
-        shown = [(c.episode.ids() if c.episode else set()) | {c.memory.id} for c in decision.taken
-                 if c.memory.id in ids]
-        store.note_injection(event.session_id, ctx.project, "UserPromptSubmit", ctx.at,
-                             sorted(set().union(*shown)) if shown else [], recorded.memory_id,
-                             [(c.memory.id, c.why) for c in decision.taken if c.memory.id in ids])
+    shown = [(c.episode.ids() if c.episode else set()) | {c.memory.id} for c in decision.taken if c.memory.id in ids]
+    # What was injected, for the session's next prompts: written once the hook has its answer (core/later.py).
+    later.after_answer(lambda: store.note_injection(
+        event.session_id, ctx.project, "UserPromptSubmit", ctx.at, sorted(set().union(*shown)) if shown else [],
+        recorded.memory_id, [(c.memory.id, c.why) for c in decision.taken if c.memory.id in ids]))
     return inject.hook_output("UserPromptSubmit", text)
 
 

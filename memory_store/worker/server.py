@@ -301,6 +301,8 @@ class Worker:
             server.serve_forever(poll_interval=0.5)
         finally:
             server.server_close()
+            with server.owed:
+                pass  # the work an answer already sent still owed is done before the store closes (core/later.py)
             self.cleanup()
 
     def cleanup(self) -> None:

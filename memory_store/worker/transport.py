@@ -6,32 +6,50 @@ from __future__ import annotations
 import json
 import os
 import socketserver
+import threading
 import time
 
+from ..core import later
 from ..shared import protocol
 from ..shared.files import atomic_write, ensure_private_dir
 from ..shared.paths import DataPaths, private_dir_is_ours
+
+SEND_SECONDS = 5.0  # an answer fits the socket's buffer (a hook's output is at most 10,000 characters): sent at once
 
 
 class _Handler(socketserver.BaseRequestHandler):
     def handle(self) -> None:
         worker = self.server.worker  # type: ignore[attr-defined]  # worker/server.Worker
+        owed = self.server.owed  # type: ignore[attr-defined]  # held from an answer's sending to its owed work's end
         sock = self.request
-        try:
-            deadline = time.monotonic() + 30
-            line, rest = protocol.recv_line(sock, deadline)
-            header = json.loads(line)
-            if not isinstance(header, dict):
-                raise ValueError("request header is not an object")
-            body = protocol.recv_exact(sock, int(header.get("body") or 0), rest, deadline)
-            answer = worker.answer(header, body)
-        except Exception as exc:
-            worker.failed("bad_request", f"{type(exc).__name__}: {exc}")
-            answer = protocol.encode({"ok": False, "error": str(exc)})
-        try:
-            sock.sendall(answer)
-        except OSError:
-            pass  # the hook gave up waiting; it has spooled the event, and the event id dedups it
+        with owed:
+            pass  # what the answers sent so far owed is done (core/later.py): this request sees it in the store
+        with later.deferring() as queued:
+            try:
+                deadline = time.monotonic() + 30
+                line, rest = protocol.recv_line(sock, deadline)
+                header = json.loads(line)
+                if not isinstance(header, dict):
+                    raise ValueError("request header is not an object")
+                body = protocol.recv_exact(sock, int(header.get("body") or 0), rest, deadline)
+                answer = worker.answer(header, body)
+            except Exception as exc:
+                worker.failed("bad_request", f"{type(exc).__name__}: {exc}")
+                answer = protocol.encode({"ok": False, "error": str(exc)})
+        if not queued:
+            _send(sock, answer)
+            return
+        with owed:  # from the sending on: a request that comes after this answer finds what it owed done
+            _send(sock, answer)
+            later.run(queued, lambda exc: worker.failed("after_answer_failed", f"{type(exc).__name__}: {exc}"))
+
+
+def _send(sock, answer: bytes) -> None:
+    try:
+        sock.settimeout(SEND_SECONDS)  # a client that stops reading holds up no other request for longer
+        sock.sendall(answer)
+    except OSError:
+        pass  # the hook gave up waiting; it has spooled the event, and the event id dedups it
 
 
 class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -71,6 +89,7 @@ def listen(worker, paths: DataPaths, token: str) -> tuple[socketserver.BaseServe
         server.server_activate()
         inode = os.stat(path).st_ino
     server.worker = worker  # type: ignore[attr-defined]
+    server.owed = threading.Lock()  # type: ignore[attr-defined]
     return server, inode
 
 
