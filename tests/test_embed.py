@@ -141,6 +141,27 @@ def test_calls_at_once_and_a_query_beside_its_search_give_the_same_vectors(embed
         floats(one_by_one.embed(["why does the billing job page someone?"])[0]), abs=1e-4)
 
 
+def test_bulk_embedding_gives_the_models_memory_back_and_a_query_keeps_it(embedder):
+    """onnxruntime keeps its memory arena at its largest for the process's life (~60 MB more after batches of long
+    texts: an import, the worker's background rounds); after a bulk call recall has it give the unused part back, and
+    the vectors are the same. A query, or the gate's few texts, keep the arena (a query reuses it)."""
+    from memory_store.core.embed import BULK_TEXTS
+
+    texts = [f"step {n}: " + "the deploy pipeline rotates the signing keys before it tags a release. " * 12
+             for n in range(BULK_TEXTS)]
+    before = embedder.embed(texts)
+    released = []
+    release = embedder._model.release_memory
+    try:
+        embedder._model.release_memory = lambda: released.append(1) or release()
+        assert embedder.embed(texts) == before and released == [1]
+        embedder.embed_query("why are the signing keys rotated?")
+        embedder.embed(texts[: BULK_TEXTS - 1])
+        assert released == [1]
+    finally:
+        del embedder._model.release_memory
+
+
 def test_a_query_started_ahead_is_taken_once_by_the_search_that_asks_for_it(embedder):
     """The prompt hook starts the prompt's embedding before storing it (Embedder.start_ahead): the search then takes
     that computation instead of starting its own, once; the next search of the same text computes it again."""

@@ -29,6 +29,7 @@ DEFAULT_MODEL = "recall/all-MiniLM-L6-v2-int8"
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 DEFAULT_DIM = 384
 RECENT_TEXTS = 256  # query texts whose vectors a process keeps (Embedder.embed_cached)
+BULK_TEXTS = 8  # a call of this many texts is bulk work (import, background embedding): the model's memory is given back
 AHEAD_QUERIES = 8  # query embeddings started ahead of their search (sessions prompting at once)
 TOKENIZER_DIR = Path(__file__).parent / "model_files" / "all-MiniLM-L6-v2"
 
@@ -109,7 +110,10 @@ class Embedder:
             return list(self._model.embed(clipped[span[0]:span[1]], batch_size=span[1] - span[0]))
 
         parts = self._bulk.map(call, calls) if self._bulk is not None and len(calls) > 1 else map(call, calls)
-        return self._normalized([row for part in parts for row in part])
+        vectors = self._normalized([row for part in parts for row in part])
+        if len(texts) >= BULK_TEXTS and hasattr(self._model, "release_memory"):
+            self._model.release_memory()  # the model's working memory back to a query's size
+        return vectors
 
     def _normalized(self, rows: list):
         np = self._np
