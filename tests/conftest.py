@@ -64,6 +64,24 @@ def pytest_collection_modifyitems(session, config, items):
     config.add_cleanup(stop)
 
 
+def pytest_runtest_teardown(item, nextitem):
+    """At the end of each test file, the memory its tests freed goes back to the system: glibc's allocator keeps it
+    otherwise (the models a test loads for itself, the stores it opened), and the suite's peak is this process beside
+    the browser, the CLI and the workers of the last files."""
+    if nextitem is None or nextitem.path != item.path:
+        give_memory_back()
+
+
+def give_memory_back() -> None:
+    import ctypes
+    import ctypes.util
+
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to trim
+        pass
+
+
 # --- processes --------------------------------------------------------------------------------------
 
 

@@ -209,7 +209,8 @@ def test_no_network_access_at_run_time(home, project, monkeypatch):
     from memory_store.core.embed import _loaded
     from memory_store.worker.server import Worker
 
-    _loaded.clear()  # load the model afresh under the audit hook
+    kept = dict(_loaded)
+    _loaded.clear()  # load the model afresh under the audit hook (and go back to the suite's copy after)
     os.makedirs(home)
     worker = Worker(DataPaths(home))
     server_thread = threading.Thread(target=worker.serve, daemon=True)
@@ -232,6 +233,8 @@ def test_no_network_access_at_run_time(home, project, monkeypatch):
     finally:
         worker.stop()
         server_thread.join(10)
+        _loaded.clear()
+        _loaded.update(kept)
     assert attempts == [], f"network access attempted: {attempts}"
     # The guard itself works: a real outbound attempt is recorded.
     try:
