@@ -29,7 +29,7 @@ DEFAULT_MODEL = "recall/all-MiniLM-L6-v2-int8"
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 DEFAULT_DIM = 384
 RECENT_TEXTS = 256  # query texts whose vectors a process keeps (Embedder.embed_cached)
-BULK_TEXTS = 8  # a call of this many texts is bulk work (import, background embedding): the model's memory is given back
+BULK_TEXTS = 8  # a call of this many texts is bulk work (an import, background embedding): memory is given back after
 AHEAD_QUERIES = 8  # query embeddings started ahead of their search (sessions prompting at once)
 TOKENIZER_DIR = Path(__file__).parent / "model_files" / "all-MiniLM-L6-v2"
 
