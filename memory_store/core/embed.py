@@ -43,6 +43,18 @@ def dot(a: bytes, b: bytes) -> float:
     return float(np.dot(np.frombuffer(a, dtype=np.float32), np.frombuffer(b, dtype=np.float32)))
 
 
+def similarities(rows: list[bytes], queries: list[bytes]):
+    """`dot` of each stored vector (rows) with each query (columns), in one matrix product."""
+    import numpy as np
+
+    def matrix(vectors: list[bytes]):
+        return np.frombuffer(b"".join(vectors), dtype=np.float32).reshape(len(vectors), -1)
+
+    if not rows or not queries:
+        return np.zeros((len(rows), len(queries)), dtype=np.float32)
+    return matrix(rows) @ matrix(queries).T
+
+
 class EmbeddingUnavailable(Exception):
     """The model cannot be loaded here; recall keeps working lexically."""
 

@@ -61,7 +61,7 @@ class Decision:
     window_days: float | None = None
     # (id, created_at) of the best-ranked memories: where a taken one's newer values are looked for first
     ranked: list[tuple[int, float]] = field(default_factory=list)
-    terms: set[str] | None = None  # the searched query's answer terms (ranking.answer_terms), once searched
+    terms: set[str] = field(default_factory=set)  # the searched query's answer terms (ranking.answer_terms)
 
     @property
     def taken(self) -> list[Candidate]:
@@ -167,7 +167,7 @@ def _weigh(store: Store, decision: Decision, found, ranked, exclude_ids, ceiling
     intent = decision.intent
     lexical_rank = _ranks(found.lexical)
     dense_rank = _ranks(found.dense)
-    terms = decision.terms if decision.terms is not None else ranking.answer_terms(found.query)
+    terms = decision.terms
     bar = cfg.gate.thresholds.get(intent.kind, 1.0) + (cfg.gate.existence_margin if intent.existence else 0.0)
     in_rank_order = cfg.gate.order == "score"  # taken as judged: the best ranked first
     seen_episodes: list[set[int]] = []

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from . import code_paths, gate, inject, ranking, sentences, turns, versions
+from . import code_paths, gate, inject, sentences, turns, versions
 from .capture import PROMPT_PREVIEW_CHARS, finish
 from .records import Memory
 from .storage import Store
@@ -126,7 +126,7 @@ def _item(store: Store, decision: gate.Decision, candidate: gate.Candidate) -> i
     """A taken candidate as an injectable line: its episode's answer to the prompt."""
     if not candidate.episode:
         return inject.memory_item(candidate.memory)
-    terms = decision.terms if decision.terms is not None else ranking.answer_terms(ranking.parse_query(decision.prompt))
+    terms = decision.terms  # an episode is built only for a searched prompt (gate._judge)
     return inject.episode_item(candidate.episode, terms, store.config.inject.max_item_chars, candidate.newer,
                                decision.intent.wants)
 

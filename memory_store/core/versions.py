@@ -21,7 +21,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from .ranking import STOPWORDS, answer_terms, normalize_term, words
+from .embed import similarities
+from .ranking import STOPWORDS, normalize_term, words
 
 SAME_SUBJECT_COSINE = 0.35  # a looser bar than "the same text": the value words decide
 MIN_SHARED_WORDS = 2
@@ -173,7 +174,7 @@ def prefer_current(store, decision, found, now: float) -> None:
     if found.vector is None or not store.vectors_ready():
         return
     try:
-        terms = decision.terms if decision.terms is not None else answer_terms(found.query)
+        terms = decision.terms
         limit = store.config.inject.max_item_chars
         for candidate in decision.taken:
             shown = as_stated(candidate.episode.excerpt(terms, limit, decision.intent.wants))
@@ -251,8 +252,9 @@ def _later_statements(store, shown: str, own_ids: set[int], project: str, since:
     vectors = store.vectors_of(ids + named)
     found = [memory_id for memory_id in dict.fromkeys(ids + named) if memory_id in vectors]
     # Their similarity to the question and to the closest of the shown memories, in two products.
-    to_query = _similarities(found, vectors, [query] if query is not None else [])
-    to_shown = _similarities(found, vectors, own)
+    rows = [vectors[memory_id] for memory_id in found]
+    to_query = similarities(rows, [query] if query is not None else [])
+    to_shown = similarities(rows, own)
     close = []  # (memory id, similarity to the question): the vectors are read at once, the rows once
     for k, memory_id in enumerate(found):
         similarity = float(to_query[k, 0]) if query is not None else 0.0
@@ -266,15 +268,3 @@ def _later_statements(store, shown: str, own_ids: set[int], project: str, since:
         if memory is not None and not memory.superseded_by and memory.created_at.timestamp() > since \
                 and states_values(memory):
             yield memory, similarity
-
-
-def _similarities(ids: list[int], vectors: dict[int, bytes], queries: list[bytes]):
-    """The cosine similarity of each of these memories' vectors (rows) to each query (columns)."""
-    import numpy as np
-
-    def matrix(rows: list[bytes]):
-        return np.frombuffer(b"".join(rows), dtype=np.float32).reshape(len(rows), -1)
-
-    if not ids or not queries:
-        return np.zeros((len(ids), len(queries)), dtype=np.float32)
-    return matrix([vectors[memory_id] for memory_id in ids]) @ matrix(queries).T
