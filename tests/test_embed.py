@@ -184,6 +184,34 @@ def test_a_query_started_ahead_is_taken_once_by_the_search_that_asks_for_it(embe
         embedder._ahead.clear()
 
 
+def test_queries_kept_on_one_cpu_run_there_and_give_the_same_vectors(embedder):
+    """The worker keeps a CPU for query embeddings (worker/embedding.py): the threads that run them are pinned to it,
+    and a query started ahead or asked for gives the vector it gave before. A CPU the system refuses leaves a thread
+    where it was."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memory_store.shared import cores
+
+    allowed = cores.allowed()
+    if len(allowed) < 2:
+        pytest.skip("needs Linux and 2 CPUs or more")
+    text = "which port does the staging database listen on?"
+    before = embedder.embed([text, text + " today"])
+    kept = max(allowed)
+    try:
+        embedder.keep_queries_on(kept)
+        assert embedder._queries.submit(os.sched_getaffinity, 0).result(timeout=30) == {kept}
+        embedder.start_ahead(text)
+        assert embedder.start_query(text).result(timeout=30) == before[0]
+        assert embedder.start_query(text + " today").result(timeout=30) == before[1]
+    finally:  # the module's model goes back to query threads that run anywhere
+        embedder._queries.shutdown()
+        embedder._queries = ThreadPoolExecutor(embedder.parallel, "embed-query")
+    with ThreadPoolExecutor(1) as other:
+        assert other.submit(lambda: cores.pin_thread({max(allowed) + 4096}) or os.sched_getaffinity(0)).result() \
+            == allowed
+
+
 def test_the_shipped_model_runs_int8_products_that_give_the_published_graphs_vectors(embedder):
     """core/minilm.py hands the weight products to onnxruntime's int8 kernels (this machine has them): the vectors are
     the published float32 graph's within rounding, and a text's vector does not depend on what it is batched with."""

@@ -296,6 +296,8 @@ def test_a_request_waits_for_what_the_answer_before_it_still_owed(home):
     failures: list[str] = []
 
     class SlowWorker:
+        request_cpus: set[int] = set()
+
         def answer(self, message, body):
             events.append(f"answer {message['n']}")
             if message["n"] == 1:
@@ -322,6 +324,64 @@ def test_a_request_waits_for_what_the_answer_before_it_still_owed(home):
         wait_for(lambda: len(events) == 5, timeout=10)
         assert events == ["answer 1", "answered 1", "owed work of 1 done", "answer 2", "answered 2"]
         assert failures == ["after_answer_failed: ZeroDivisionError: division by zero"]
+    finally:
+        server.shutdown()
+        server.server_close()
+        serving.join(timeout=10)
+
+
+def test_with_a_cpu_kept_for_queries_request_threads_run_on_the_others(home):
+    """The worker keeps its last CPU for query embeddings (`worker.query_core`, worker/embedding.py): its request
+    threads run on the other CPUs, and with the setting off nothing is pinned. A real socket and the worker's transport;
+    `answer` stands in for the worker and reports where its thread may run."""
+    import threading
+    from types import SimpleNamespace
+
+    import pytest
+
+    from memory_store.core.config import Config
+    from memory_store.shared import cores
+    from memory_store.shared.logs import JsonLog
+    from memory_store.worker import embedding, transport as worker_transport
+
+    allowed = cores.allowed()
+    if len(allowed) < 2:
+        pytest.skip("needs Linux and 2 CPUs or more")
+    kept_for = []
+
+    class Embedder:  # what the worker asks of the model here
+        def keep_queries_on(self, cpu):
+            kept_for.append(cpu)
+
+    os.makedirs(home)
+    log = JsonLog(DataPaths(home).log_file, "worker")
+    off = SimpleNamespace(config=Config.model_validate({"worker": {"query_core": False}}), log=log, request_cpus=set())
+    embedding.keep_a_core_for_queries(off, Embedder())
+    assert kept_for == [] and off.request_cpus == set()
+
+    seen: list[set[int]] = []
+
+    class PinnedWorker:
+        request_cpus: set[int] = set()
+
+        def answer(self, message, body):
+            seen.append(os.sched_getaffinity(0))
+            return transport.encode({"ok": True})
+
+        def failed(self, event, error):
+            raise AssertionError(f"{event}: {error}")
+
+    worker = PinnedWorker()
+    on = SimpleNamespace(config=Config(), log=log, request_cpus=set())
+    embedding.keep_a_core_for_queries(on, Embedder())
+    assert kept_for == [max(allowed)] and on.request_cpus == allowed - {max(allowed)}
+    worker.request_cpus = on.request_cpus
+    server, _inode = worker_transport.listen(worker, DataPaths(home), "token")
+    serving = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    serving.start()
+    try:
+        line, _ = transport.exchange(str(home), json.dumps({"v": 1, "op": "x"}).encode(), b"", 10.0)
+        assert json.loads(line)["ok"] and seen == [allowed - {max(allowed)}]
     finally:
         server.shutdown()
         server.server_close()

@@ -227,6 +227,10 @@ class WorkerConfig(_Section):
     embed_batch: int = Field(
         256, ge=1, description="Memories taken from the embedding queue per round (sorted by length, less padding)."
     )
+    query_core: bool = Field(
+        True, description="Keep one CPU for the prompt's query embedding, and the worker's request threads off it "
+        "(Linux, 2 CPUs or more; read when the worker starts). Left to the scheduler, the request thread and the "
+        "model's often shared a core, and the model's 5 ms took 8 (worker/embedding.py).")
     log_level: Literal["info", "debug"] = Field(
         "info", description="debug: the worker also logs each request's time per stage (embed, lexical, vector, "
         "rank, gate, render, store, ...) as a `stages` line.")

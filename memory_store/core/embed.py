@@ -20,7 +20,7 @@ from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
-from ..shared import native_env
+from ..shared import cores, native_env
 from ..shared.logs import JsonLog
 from .config import Config, EmbeddingConfig
 
@@ -112,6 +112,14 @@ class Embedder:
         self._recent: OrderedDict[str, bytes] = OrderedDict()
         self._recent_lock = threading.Lock()
         self._ahead: OrderedDict[str, Future] = OrderedDict()  # queries started before their search asks (start_ahead)
+
+    def keep_queries_on(self, cpu: int) -> None:
+        """Embed queries on this CPU only (the worker keeps it for them: worker/embedding.py). The threads that run
+        them are made anew: call it before queries are asked for."""
+        old = self._queries
+        self._queries = ThreadPoolExecutor(self.parallel, "embed-query", initializer=cores.pin_thread,
+                                           initargs=({cpu},))
+        old.shutdown(wait=False)
 
     def _vectors(self, texts: list[str]):
         np = self._np

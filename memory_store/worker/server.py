@@ -68,6 +68,7 @@ class Worker:
         self.server: socketserver.BaseServer | None = None
         self.socket_inode: int | None = None
         self.model_state = "loading"
+        self.request_cpus: set[int] = set()  # where request threads run, once a CPU is kept for queries (embedding.py)
         # Its first background round done: the recent vectors in RAM, the common words counted (~12 s of one core at
         # 100k memories, when prompts are slower); a bench measures the steady state after it.
         self.prepared = False

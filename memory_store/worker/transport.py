@@ -10,7 +10,7 @@ import threading
 import time
 
 from ..core import later
-from ..shared import protocol
+from ..shared import cores, protocol
 from ..shared.files import atomic_write, ensure_private_dir
 from ..shared.paths import DataPaths, private_dir_is_ours
 
@@ -22,6 +22,7 @@ class _Handler(socketserver.BaseRequestHandler):
         worker = self.server.worker  # type: ignore[attr-defined]  # worker/server.Worker
         owed = self.server.owed  # type: ignore[attr-defined]  # held from an answer's sending to its owed work's end
         sock = self.request
+        cores.pin_thread(worker.request_cpus)  # off the CPU kept for query embeddings, if one is (worker/embedding.py)
         with owed:
             pass  # what the answers sent so far owed is done (core/later.py): this request sees it in the store
         with later.deferring() as queued:
@@ -64,8 +65,8 @@ class _TcpServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
 
 
 def listen(worker, paths: DataPaths, token: str) -> tuple[socketserver.BaseServer, int | None]:
-    """A server bound where hooks look for `worker` (with `answer` and `failed`), and the socket file's inode
-    (None on TCP): whether the socket is still ours is checked by it."""
+    """A server bound where hooks look for `worker` (with `answer`, `failed` and `request_cpus`), and the socket file's
+    inode (None on TCP): whether the socket is still ours is checked by it."""
     inode = None
     if protocol.USE_TCP:
         server = _TcpServer(("127.0.0.1", 0), _Handler)
