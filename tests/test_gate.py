@@ -201,13 +201,60 @@ def test_work_meanwhile_runs_only_while_the_meaning_is_still_being_searched(reca
         finally:
             del embedder.start_query
 
+    def read_ahead(found, meaning_done):  # told whether the meaning is there yet: not before, and then it is
+        ran.append(("read ahead", meaning_done()))
+        pending.set_result(vector)
+        ran.append(("meaning there", meaning_done()))
+
     pending: Future = Future()
-    still_running = search_with(pending, lambda found: ran.append("read ahead") or pending.set_result(vector))
+    still_running = search_with(pending, read_ahead)
     done: Future = Future()
     done.set_result(vector)
-    finished = search_with(done, lambda found: ran.append("read ahead"))
-    assert ran == ["read ahead"]
+    finished = search_with(done, lambda found, meaning_done: ran.append("read ahead"))
+    assert ran == [("read ahead", False), ("meaning there", True)]
     assert still_running.dense == finished.dense and still_running.lexical == finished.lexical and finished.dense
+
+
+@pytest.mark.parametrize("meaning_after", [1, 3])
+def test_the_best_lexical_candidates_turns_are_read_while_the_prompt_is_embedded(recall, demo, meaning_after):
+    """While the prompt is embedded the gate reads the conversations of the best lexical candidates, and stops once the
+    meaning is there (after the read under way); then it reads the rest as it judges. It decides as it does without
+    reading ahead."""
+    import traceback
+    from concurrent.futures import Future
+
+    from memory_store.core import gate
+
+    demo.session(HANG)
+    for n, topic in enumerate(["billing export", "search indexer", "mobile login", "docs build", "cache warmer",
+                               "image resizer"]):
+        demo.session((f"how does the nightly {topic} job report progress?", f"The nightly {topic} job logs a line "
+                      f"every {n + 2} minutes to stdout, and the dashboard reads the last one."))
+    question = "why did the nightly CI job hang after the integration tests passed?"
+    expected = gate.judge(recall.store, recall.models, question, demo.path, None, demo.clock)
+    embedder = recall.models.embedder
+    vector = embedder.embed_query(question)
+    pending: Future = Future()
+    reads: list[str] = []
+    conversations = recall.store.conversations
+
+    def counted(memories, *args):
+        ahead = any(frame.name == "read_lexical_ahead" for frame in traceback.extract_stack())
+        reads.append("ahead" if ahead else "judging")
+        found = conversations(memories, *args)
+        if len(reads) == meaning_after and not pending.done():
+            pending.set_result(vector)  # the meaning comes while this batch is read
+        return found
+
+    recall.store.conversations = counted
+    embedder.start_query = lambda text: pending
+    try:
+        decided = gate.judge(recall.store, recall.models, question, demo.path, None, demo.clock)
+    finally:
+        del recall.store.conversations, embedder.start_query
+    assert reads[:meaning_after] == ["ahead"] * meaning_after and set(reads[meaning_after:]) == {"judging"}
+    assert [(c.memory.id, c.taken, c.evidence) for c in decided.candidates] == \
+        [(c.memory.id, c.taken, c.evidence) for c in expected.candidates]
 
 
 def test_the_prompt_hook_embeds_a_prompt_once_beginning_before_it_is_stored(recall, demo):

@@ -33,9 +33,10 @@ from .timeparse import DAY
 from .turns import Episode, episode, read_ahead
 from .embed import dot
 
-# While the prompt is embedded, the turns of this many of the best lexical candidates are read (most stay among the
-# best after fusion); the gate then reads the rest as it judges, store.CONVERSATIONS_AT_ONCE at a time.
-EPISODES_READ_AT_ONCE = 4
+# While the prompt is embedded, the turns of the best lexical candidates are read, best first, until the meaning is
+# there or this many are read (most stay among the best after fusion); the gate then reads the rest as it judges. Both
+# read store.CONVERSATIONS_AT_ONCE at a time.
+EPISODES_READ_AHEAD = 24
 # Judging stops early (_Ceiling) only while at most this many memories wait for their vectors (the worker embeds each
 # within milliseconds; after an import thousands may wait, and a prompt then judges its `gate.candidates`).
 MOST_UNEMBEDDED = 32
@@ -136,13 +137,18 @@ def _judge(store: Store, models, prompt: str, project: str, session_id: str | No
 
     rows: dict[int, Row] = {}  # the candidates' rows, read as their ids come
 
-    def read_lexical_ahead(found: search.Candidates) -> None:
-        """While the prompt is embedded: the lexical candidates' rows (ranked next), and the conversations of the best
-        of them, which mostly stay among the best after fusion (their episodes are built next)."""
+    def read_lexical_ahead(found: search.Candidates, meaning_done) -> None:
+        """While the prompt is embedded: the lexical candidates' rows (ranked next), then the conversations of the best
+        of them, best first, until the meaning is there (they mostly stay among the best after fusion, and their
+        episodes are built next: the gate judged ~10 a prompt on the latency bench, each a few index walks)."""
         with stage("ahead"):
             rows.update((row.id, row) for row in store.live_rows(found.lexical))
-            best = sorted(found.lexical, key=found.lexical.get, reverse=True)[:EPISODES_READ_AT_ONCE]
-            read_ahead(store, [row.memory() for row in eligible([rows[i] for i in best if i in rows])])
+            best = eligible([rows[i] for i in sorted(found.lexical, key=found.lexical.get, reverse=True) if i in rows])
+            at_once = store.CONVERSATIONS_AT_ONCE
+            for start in range(0, min(len(best), EPISODES_READ_AHEAD), at_once):
+                read_ahead(store, [row.memory() for row in best[start:start + at_once]])
+                if meaning_done():
+                    break
 
     found = search.candidates(store, embedder, rcfg, prompt, rcfg.candidates, project,
                               None if window is None else now - window * DAY, None, now, meanwhile=read_lexical_ahead)

@@ -74,10 +74,11 @@ def _then_nearest(store: Store, embedding: Future, n: int, project: str | None, 
 
 def candidates(store: Store, embedder, cfg: RankingConfig, query_text: str, n: int, project: str | None,
                since: float | None, until: float | None, now: float,
-               meanwhile: Callable[[Candidates], None] | None = None) -> Candidates:
-    """The lexical and dense candidates of a query. `meanwhile(found)` runs once the words are searched, if the
-    query's embedding and vector search are still running: work the caller will want that does not need the meaning
-    (once they are done, it would only stand in the way: a big store's word search outlasts them)."""
+               meanwhile: Callable[[Candidates, Callable[[], bool]], None] | None = None) -> Candidates:
+    """The lexical and dense candidates of a query. `meanwhile(found, done)` runs once the words are searched, if the
+    query's embedding and vector search are still running (`done()`: are they now?): work the caller will want that
+    does not need the meaning, as much as fits before they are done (after, it would only stand in the way: a big
+    store's word search outlasts them)."""
     with stage("parse"):
         query = ranking.parse_query(query_text, now, cfg)
     # The model embeds the query on another core while the words are searched (Embedder.start_query), and the
@@ -96,7 +97,7 @@ def candidates(store: Store, embedder, cfg: RankingConfig, query_text: str, n: i
     vector = None
     if meaning is not None:
         if meanwhile is not None and not meaning.done():
-            meanwhile(found)
+            meanwhile(found, meaning.done)
         with stage("embed"):  # what is left of the embedding and the vector search beside
             vector, found.dense, vector_ms = meaning.result()
         found.vector = vector
