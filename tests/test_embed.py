@@ -171,6 +171,7 @@ def test_a_query_started_ahead_is_taken_once_by_the_search_that_asks_for_it(embe
     try:
         embedder._model.run = lambda feed: runs.append(feed) or run(feed)
         embedder.start_ahead(text)
+        embedder.start_ahead(text)  # begun already: not again (the worker begins it, the prompt's handler asks again)
         first = embedder.start_query(text)
         assert first.result(timeout=30) and len(runs) == 1
         second = embedder.start_query(text)  # computed again, the usual way: the very same vector

@@ -279,6 +279,46 @@ def test_the_prompt_hook_embeds_a_prompt_once_beginning_before_it_is_stored(reca
         del embedder.embed_query, embedder._query_from, embedder.start_ahead, store.record
 
 
+def test_the_worker_begins_a_prompts_embedding_before_the_event_is_checked_and_stored(recall, demo, tmp_path):
+    """The worker calls router.prepare as soon as it has a hook's payload: a prompt's embedding begins there, once (the
+    prompt's handler finds it begun, and the gate's search takes it: one model call). A prompt the hook would not
+    answer begins none: a recall command, Claude Code's own words, a subagent's prompt, a prompt in an ignored
+    project; nor does another event."""
+    from conftest import load_payload
+    from memory_store.core import router
+    from memory_store.core.config import Config
+
+    demo.session(HANG)
+    embedder = recall.models.embedder
+    begun, calls = [], []
+    start_ahead, query_from = embedder.start_ahead, embedder._query_from
+    embedder.start_ahead = lambda text: begun.append(text) or start_ahead(text)
+    embedder._query_from = lambda text, feed: calls.append(text) or query_from(text, feed)
+    question = "why did the CI pipeline get stuck after the integration stage?"
+    try:
+        payload = load_payload("UserPromptSubmit", session_id="early", cwd=demo.path, prompt=question, prompt_id="t1")
+        router.prepare(recall.store, recall.models, payload)
+        assert begun == [question] and question in embedder._ahead
+        out = recall.handle_event({"event_id": "early-1", "received_at": demo.clock + 60, "payload": payload})
+        assert "--abort-on-container-exit" in out["hookSpecificOutput"]["additionalContext"]
+        assert begun == [question, question] and calls == [question] and not embedder._ahead
+
+        ignored = tmp_path / "scratch"
+        ignored.mkdir()
+        recall.use_config(Config.model_validate({"capture": {"ignore_projects": [str(ignored)]}}))
+        begun.clear()
+        for name, changes in [("UserPromptSubmit", {"prompt": "/recall:log-search nightly CI job"}),
+                              ("UserPromptSubmit", {"prompt": "<task-notification>agent done</task-notification>"}),
+                              ("UserPromptSubmit", {"prompt": question, "agent_id": "a1"}),
+                              ("UserPromptSubmit", {"prompt": question, "cwd": str(ignored)}),
+                              ("PostToolUse-Bash", {})]:
+            router.prepare(recall.store, recall.models, load_payload(name, **{"cwd": demo.path, **changes}))
+        assert begun == [] and not embedder._ahead
+    finally:
+        del embedder.start_ahead, embedder._query_from
+        embedder._ahead.clear()
+
+
 @pytest.mark.parametrize("prompt, kind", [
     ("morning!", "chat"),
     ("add docstrings to app/models.py", "instruction"),

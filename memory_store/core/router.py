@@ -58,8 +58,8 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
             store.record(ctx.event_id, None, ctx.at)
             return {}
         answers = ctx.respond and not event.prompt.lstrip().startswith(capture.RECALL_COMMAND_PREFIX)
-        if answers:
-            gate.prepare(store, ctx.models, said.words)  # the prompt's embedding runs while it is redacted and stored
+        if answers:  # the prompt's embedding runs while it is redacted and stored (the worker began it: `prepare`)
+            gate.prepare(store, ctx.models, said.words)
         draft = capture.prompt_memory(said.words, store.config.capture, ctx.project, event.session_id, ctx.at, meta)
         recorded = store.record(ctx.event_id, draft, ctx.at)
         if draft is not None:
@@ -82,6 +82,26 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
         event.session_id, ctx.project, "UserPromptSubmit", ctx.at, sorted(set().union(*shown)) if shown else [],
         recorded.memory_id, [(c.memory.id, c.why) for c in decision.taken if c.memory.id in ids]))
     return inject.hook_output("UserPromptSubmit", text)
+
+
+def prepare(store: Store, models, payload: dict) -> None:
+    """Begin what an event's answer needs first, before the event is checked and stored: the worker calls it as soon as
+    it has a hook's payload, and a prompt's embedding then starts ~0.4 ms earlier than on_prompt would start it (after
+    the spool, the payload's validation, the duplicate check and the project's lookup; on_prompt's own `gate.prepare`
+    finds it begun). Only for a prompt on_prompt would answer, in a project recall does not ignore."""
+    if payload.get("hook_event_name") != "UserPromptSubmit" or not isinstance(payload.get("prompt"), str):
+        return
+    prompt = payload["prompt"]
+    if prompt.lstrip().startswith(capture.RECALL_COMMAND_PREFIX) or (
+            payload.get("agent_id") and not store.config.inject.into_subagents):
+        return
+    said = user_words.read(prompt)
+    cwd = payload.get("cwd")
+    if said.kind != user_words.USER or not isinstance(cwd, str):
+        return
+    project, root = locate(cwd)
+    if not ignored((root, project), store.config.capture.ignore_projects):
+        gate.prepare(store, models, said.words)
 
 
 def on_cwd_changed(ctx: Context, event: CwdChanged) -> dict:

@@ -33,7 +33,7 @@ import traceback
 
 from ..version import __version__
 from ..api import Recall
-from ..core import inject, stages
+from ..core import inject, router, stages
 from ..core.config import config_problems, load_config
 from ..core.router import BadEvent
 from ..core.search import SHOWN
@@ -142,18 +142,24 @@ class Worker:
                            **{f"{name}_ms": ms for name, ms in timings.rounded().items()})
 
     def _hook(self, message: dict, body: bytes) -> bytes:
+        try:
+            payload = parse_payload(body)
+        except BadPayload as exc:
+            return self.rejected(message, exc)
+        with stages.stage("prepare"):
+            try:
+                router.prepare(self.recall.store, self.recall.models, payload)  # a prompt's embedding begins now
+            except Exception as exc:  # only a head start: the handler does it again, and says what went wrong
+                self.log.warning("prepare_failed", error=f"{type(exc).__name__}: {exc}")
         with stages.stage("housekeeping"):
             self.refresh_config()
             self.ingest_spool()
-        envelope = None
+        envelope = {"event_id": str(message.get("event_id") or ""), "received_at": message.get("received_at"),
+                    "payload": payload}
         try:
-            payload = parse_payload(body)
-            envelope = {"event_id": str(message.get("event_id") or ""), "received_at": message.get("received_at"),
-                        "payload": payload}
             output = self.recall.handle_event(envelope)
         except (BadPayload, BadEvent) as exc:
-            self.log.error("event_rejected", hook=str(message.get("event")), error=str(exc))
-            return protocol.encode({"ok": False, "rejected": True, "error": str(exc)})
+            return self.rejected(message, exc)
         except StorageUnavailable as exc:
             output = self.keep_for_later(envelope, exc)
         except Exception as exc:  # e.g. disk full: the hook spools the event and tries later
@@ -175,6 +181,11 @@ class Worker:
         else:
             stdout = json.dumps(output, ensure_ascii=False).encode("utf-8") if output else b""
         return protocol.ok_header(len(stdout)) + stdout
+
+    def rejected(self, message: dict, exc: Exception) -> bytes:
+        """Input no hook should have sent (logged, then dropped: the hook stores nothing else for it)."""
+        self.log.error("event_rejected", hook=str(message.get("event")), error=str(exc))
+        return protocol.encode({"ok": False, "rejected": True, "error": str(exc)})
 
     def keep_for_later(self, envelope: dict, exc: StorageUnavailable) -> dict:
         """The database cannot be reached: the event waits in the spool (redacted, as the hooks spool it) and
