@@ -11,6 +11,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT, load_payload, wait_for, worker_health, stored
 from memory_store.shared import protocol as transport
 from memory_store.shared.paths import DataPaths
@@ -269,6 +271,25 @@ def test_a_health_probe_does_not_hold_the_background_embedding_back(home, projec
         worker.recall.close()
 
 
+def test_a_worker_asked_to_stop_stops_once_its_answer_is_sent(home):
+    """A shutdown request (and a hook that makes way for another worker) is answered first: the stop is work the
+    answer owes (core/later.py). A worker that exited before sending it left `stop_worker` taking a worker it had just
+    stopped for one that was not running (a flaky CI run)."""
+    from memory_store.core import later
+    from memory_store.worker.server import Worker
+
+    os.makedirs(home)
+    worker = Worker(DataPaths(home))
+    try:
+        with later.deferring() as queued:
+            assert json.loads(worker.answer({"v": transport.PROTOCOL_VERSION, "op": "shutdown"}, b""))["ok"]
+            assert len(queued) == 1 and not worker.stop_event.is_set()
+        later.run(queued, lambda exc: pytest.fail(str(exc)))
+        assert wait_for(worker.stop_event.is_set, timeout=10)
+    finally:
+        worker.recall.close()
+
+
 def test_worker_embeds_new_memories_in_the_background(hooks, home, project):
     hooks.run("UserPromptSubmit", prompt_payload(project, "the nightly export runs at 02:00 UTC", prompt_id="e"))
     health = wait_for(lambda: (h := worker_health(home)) and h["model"] == "ready" and h["pending"] == 0 and h,
@@ -336,8 +357,6 @@ def test_with_a_cpu_kept_for_queries_request_threads_run_on_the_others(home):
     `answer` stands in for the worker and reports where its thread may run."""
     import threading
     from types import SimpleNamespace
-
-    import pytest
 
     from memory_store.core.config import Config
     from memory_store.shared import cores

@@ -5,7 +5,7 @@ from ..shared import native_env
 
 native_env.for_the_model()  # before numpy and onnxruntime are imported
 
-from .server import main  # noqa: E402
+from .process import main  # noqa: E402
 
 status = main()
 # The worker has closed its store, written its last log line and removed its pid file. It leaves without the

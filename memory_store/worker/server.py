@@ -14,17 +14,15 @@ so they talk to this process instead. It:
   (worker/sessions.py: never under an open session), when its data dir disappears or another worker took
   its socket, and on SIGTERM.
 
-Run it with `python -m memory_store.worker --home DIR` (hooks do this, detached). Each request
+Run it with `python -m memory_store.worker --home DIR` (hooks do this, detached; worker/process.py). Each request
 is answered through the same Python API the CLI uses (`memory_store.api.Recall`).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import secrets
-import signal
 import socketserver
 import sys
 import threading
@@ -33,14 +31,13 @@ import traceback
 
 from ..version import __version__
 from ..api import Recall
-from ..core import inject, router, stages
+from ..core import inject, later, router, stages
 from ..core.config import config_problems, load_config
 from ..core.router import BadEvent
 from ..core.search import SHOWN
 from ..core.storage import StorageUnavailable
 from ..shared import protocol, spool
 from ..shared.database_url import database_url
-from ..shared.files import acquire_lock, ensure_private_dir
 from ..shared.logs import JsonLog
 from ..shared.paths import DataPaths, database_env_fingerprint
 from ..shared.payload import BadPayload, parse_payload
@@ -97,7 +94,7 @@ class Worker:
             return protocol.encode(self.search(message))
         if op == "shutdown":
             self.log.info("shutdown_requested")
-            threading.Thread(target=self.stop, daemon=True).start()
+            self.stop_after_answer()
             return protocol.encode({"ok": True})
         if op == "drain":
             self.work_event.set()
@@ -122,7 +119,7 @@ class Worker:
         if database_url(config.storage.url) != database_url(self.config.storage.url):
             # Another store: a worker holds one store for its life; the next hook starts one on the new store.
             self.log.info("database_change")
-            threading.Thread(target=self.stop, daemon=True).start()
+            self.stop_after_answer()
             return
         self.config = config
         self.recall.use_config(self.config)
@@ -171,11 +168,11 @@ class Worker:
         if message.get("client_version") not in (None, __version__):
             # A newer (or older) plugin is calling: answer, then make way for its own worker.
             self.log.info("version_change", ours=__version__, theirs=message.get("client_version"))
-            threading.Thread(target=self.stop, daemon=True).start()
+            self.stop_after_answer()
         elif message.get("db") not in (None, self.database_env):
             # A session with another RECALL_DATABASE_URL: answer, then make way for a worker started with it.
             self.log.info("database_change")
-            threading.Thread(target=self.stop, daemon=True).start()
+            self.stop_after_answer()
         if isinstance(output, str):  # PreCompact: plain-text instructions (router.on_pre_compact)
             stdout = output.encode("utf-8")
         else:
@@ -240,7 +237,7 @@ class Worker:
         moved = self.recall.store.set_damaged_aside(f"{type(exc).__name__}: {exc}")
         if moved:
             self.log.error("database_moved_aside", to=moved)
-            threading.Thread(target=self.stop, daemon=True).start()
+            self.stop_after_answer()
 
     # --- spool ------------------------------------------------------------------------------------
 
@@ -284,6 +281,12 @@ class Worker:
                 self.log.info("idle_exit", idle_seconds=round(idle))
                 break
         self.stop()
+
+    def stop_after_answer(self) -> None:
+        """Stop once the answer to the request under way is sent (core/later.py; at once outside a request): a worker
+        that exited first left its caller without one (`stop_worker` then took a worker it had stopped for one that
+        was not running, and a hook spooled an event the worker had stored)."""
+        later.after_answer(lambda: threading.Thread(target=self.stop, daemon=True).start())
 
     def stop(self) -> None:
         if self.stop_event.is_set() and self.server is None:
@@ -349,51 +352,3 @@ def rss_mb() -> float | None:
         return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
     except (ImportError, OSError):
         return None
-
-
-def run(home: str | None = None) -> int:
-    os.umask(0o077)
-    paths = DataPaths(home)
-    try:
-        ensure_private_dir(paths.home)
-        ensure_private_dir(paths.runtime)
-        lock = acquire_lock(paths.worker_lock)
-    except OSError as exc:  # e.g. a data dir made read-only
-        print(f"recall worker: cannot use the data dir {paths.home}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    log = JsonLog(paths.log_file, "worker")
-    if lock is None:
-        return 0  # another worker serves this data dir
-    paths.worker_pid.write_text(str(os.getpid()), encoding="ascii")
-    try:
-        worker = Worker(paths)
-    except Exception as exc:
-        log.error("worker_crashed", error=f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(limit=5))
-        print(f"recall worker: {type(exc).__name__}: {exc}", file=sys.stderr)
-        traceback.print_exc(limit=5, file=sys.stderr)
-        lock.close()
-        return 1
-    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=worker.stop, daemon=True).start())
-    try:
-        worker.serve()
-    except Exception as exc:
-        log.error("worker_crashed", error=f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(limit=5))
-        # Also on stderr: logs/worker.out is where hooks and `recall worker start` send the user to look.
-        print(f"recall worker: {type(exc).__name__}: {exc}", file=sys.stderr)
-        traceback.print_exc(limit=5, file=sys.stderr)
-        return 1
-    finally:
-        lock.close()
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m memory_store.worker")
-    parser.add_argument("--home", default=None)
-    args = parser.parse_args(argv)
-    return run(args.home)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-
