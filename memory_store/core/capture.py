@@ -28,6 +28,12 @@ _BLANK_LINES = re.compile(r"\n{3,}")
 RECALL_COMMAND_PREFIX = "/recall:"
 _RECALL_CLI = re.compile(r"(?:^|[;&|(\s/])recall(?:\s|$)|memory_store\.(?:shells\.)?cli")
 
+
+def is_recall_command(prompt: str) -> bool:
+    """Is this prompt one of recall's own slash commands (`/recall:log-search ...`)? Neither it nor its answer is
+    kept, and nothing is recalled for it."""
+    return prompt.lstrip().startswith(RECALL_COMMAND_PREFIX)
+
 _DECISION = re.compile(
     r"\b(decid\w*|we(?:'ll| will) use|switch(?:ed)? to|instead of|chose|going with|always|never|must|"
     r"remember|important|convention|policy|rule|prefer\w*|from now on)\b",
@@ -240,7 +246,7 @@ def users_prompt(text: str, cfg: CaptureConfig, project: str, session_id: str, a
 def prompt_memory(prompt: str, cfg: CaptureConfig, project: str, session_id: str, at: float,
                   meta: dict | None = None) -> MemoryDraft | None:
     """A user prompt, unless it is empty, private or one of recall's own commands."""
-    if prompt.lstrip().startswith(RECALL_COMMAND_PREFIX):
+    if is_recall_command(prompt):
         return None
     text = finish(prompt, cfg.max_prompt_chars, keep_ends=True)  # a pasted log asks its question at the end
     if not text or text == "[private]":

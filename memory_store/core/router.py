@@ -57,7 +57,7 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
         if said.kind != user_words.USER:  # Claude Code's words in the user's place (a task notification, a command)
             store.record(ctx.event_id, None, ctx.at)
             return {}
-        answers = ctx.respond and not event.prompt.lstrip().startswith(capture.RECALL_COMMAND_PREFIX)
+        answers = ctx.respond and not capture.is_recall_command(event.prompt)
         if answers:  # the prompt's embedding runs while it is redacted and stored (the worker began it: `prepare`)
             gate.prepare(store, ctx.models, said.words)
         draft = capture.prompt_memory(said.words, store.config.capture, ctx.project, event.session_id, ctx.at, meta)
@@ -92,8 +92,7 @@ def prepare(store: Store, models, payload: dict) -> None:
     if payload.get("hook_event_name") != "UserPromptSubmit" or not isinstance(payload.get("prompt"), str):
         return
     prompt = payload["prompt"]
-    if prompt.lstrip().startswith(capture.RECALL_COMMAND_PREFIX) or (
-            payload.get("agent_id") and not store.config.inject.into_subagents):
+    if capture.is_recall_command(prompt) or keeps_memories_from(store, payload.get("agent_id")):
         return
     said = user_words.read(prompt)
     cwd = payload.get("cwd")
@@ -307,9 +306,15 @@ def handle_event(store: Store, models, envelope: dict, *, respond: bool = True) 
         store.record(event_id, None, at)  # seen, nothing kept
         return {}
     store.note_project_path(project, root, at)
-    if event.agent_id and not store.config.inject.into_subagents:
-        respond = False  # a subagent works on its task: no memories in its context unless configured
+    if keeps_memories_from(store, event.agent_id):
+        respond = False
     return handler(Context(store, models, event_id, at, project, respond), event)
+
+
+def keeps_memories_from(store: Store, agent_id: str | None) -> bool:
+    """Is this event a subagent's that gets no memories? A subagent works on its task: none in its context unless
+    `inject.into_subagents`."""
+    return bool(agent_id) and not store.config.inject.into_subagents
 
 
 def ignored(names: tuple[str, ...], globs: list[str]) -> bool:

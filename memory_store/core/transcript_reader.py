@@ -184,7 +184,7 @@ class Conversation:
                 # A slash command opens a turn of its own: what follows answers it, not the prompt before.
                 self.close_turn()
                 self.turn_prompt = capture.command_line(text)
-                self.skip_turn = self.turn_prompt.lstrip().startswith(capture.RECALL_COMMAND_PREFIX)
+                self.skip_turn = capture.is_recall_command(self.turn_prompt)
             return  # a notification or a marker: the turn it falls in goes on
         self.close_turn()
         if draft is None:
