@@ -213,26 +213,50 @@ def test_queries_kept_on_one_cpu_run_there_and_give_the_same_vectors(embedder):
             == allowed
 
 
-def test_the_shipped_model_runs_int8_products_that_give_the_published_graphs_vectors(embedder):
-    """core/minilm.py hands the weight products to onnxruntime's int8 kernels (this machine has them): the vectors are
-    the published float32 graph's within rounding, and a text's vector does not depend on what it is batched with."""
-    from memory_store.core.embed import Embedder
-    from memory_store.core.minilm import int8_kernels
+def test_the_shipped_model_runs_int8_products_that_give_the_published_graphs_vectors(embedder, monkeypatch):
+    """core/minilm.py hands the weight products to onnxruntime's int8 kernels, with the integer graph where bytes
+    multiply exactly and MatMulNBits elsewhere: either gives the published float32 graph's vectors within rounding,
+    and a text's vector does not depend on what it is batched with."""
+    from memory_store.core import minilm_graphs
+    from memory_store.core.embed import Embedder, TOKENIZER_DIR, shipped_model_file
+    from memory_store.core.minilm import MiniLM
 
-    published = Embedder(DEFAULT_MODEL, EmbeddingConfig(int8=False))  # not load_embedder: not kept for the suite
-    assert embedder.int8 and not published.int8
+    exact = minilm_graphs.exact_integer_products()
+    assert embedder._model.graph == ("integer" if exact else "nbits") and embedder.int8
+    published = MiniLM(shipped_model_file(), TOKENIZER_DIR, int8=False)
+    monkeypatch.setattr(minilm_graphs, "exact_integer_products", lambda: False)  # as on x86-64 without VNNI
+    nbits = MiniLM(shipped_model_file(), TOKENIZER_DIR, int8=True)
+    assert (published.graph, published.int8, nbits.graph) == ("published", False, "nbits")
     texts = [a for a, _b, _r in REFERENCE_PAIRS] + ["x " * 400, "Why did the rugosun CSV importer time out?"]
-    for mine, theirs in zip(embedder.embed(texts), published.embed(texts)):
-        assert cosine(mine, theirs) > 0.999
-    alone = embedder.embed_query(texts[0])
-    assert floats(embedder.embed([texts[0], "a much longer text " * 30])[0]) == pytest.approx(floats(alone), abs=1e-5)
+    expected = list(published.embed(texts, 16))
+    for model in (embedder._model, nbits):
+        for mine, theirs in zip(model.embed(texts, 16), expected):
+            assert cosine(mine.tobytes(), theirs.tobytes()) > 0.999
+        alone = next(model.embed(texts[:1], 1))
+        batched = next(model.embed([texts[0], "a much longer text " * 30], 2))
+        assert batched.tolist() == pytest.approx(alone.tolist(), abs=1e-5)
+    assert not Embedder(DEFAULT_MODEL, EmbeddingConfig(int8=False)).int8  # `embedding.int8` off: the published graph
+    int8_kernels = minilm_graphs.int8_kernels
     assert int8_kernels("1.22.0", "x86_64") and int8_kernels("1.23.1", "arm64") and int8_kernels("1.32.0", "AMD64")
     assert not int8_kernels("1.21.1", "x86_64") and not int8_kernels("1.22.2", "aarch64")
     assert not int8_kernels("1.32.0", "riscv64") and not int8_kernels("dev", "x86_64")
 
 
+def test_the_outlier_channels_taken_out_of_int8_are_the_models_largest():
+    """integer_graph multiplies a few hidden channels in float32 because they would set each token's int8 scale
+    (minilm_graphs.OUTLIER_CHANNELS): measured again on other text (the tests' own code), the channels that most lower
+    the quantization noise are still those."""
+    from memory_store.core.minilm_graphs import OUTLIER_CHANNELS
+    from memory_store.devtools.outlier_channels import outlier_channels, paragraphs, token_magnitudes
+
+    texts = paragraphs(sorted((ROOT / "tests").glob("test_[a-e]*.py")))[:150]
+    chosen = outlier_channels(*token_magnitudes(texts), 6)
+    assert {channel for channel, _left in chosen[:4]} <= set(OUTLIER_CHANNELS)
+    assert chosen[3][1] < 0.5  # four of them take out more than half the noise
+
+
 def test_without_int8_products_the_published_graph_runs_and_the_log_says_why(monkeypatch, tmp_path):
-    """No onnx package, or a rewritten graph onnxruntime will not load: the published graph runs, and the log says
+    """No onnx package, or rewritten graphs onnxruntime will not load: the published graph runs, and the log says
     why."""
     from memory_store.core.embed import TOKENIZER_DIR, shipped_model_file
     from memory_store.core.minilm import MiniLM
@@ -244,13 +268,15 @@ def test_without_int8_products_the_published_graph_runs_and_the_log_says_why(mon
     assert not model.int8 and len(next(model.embed(["still embeds"], 1))) == DEFAULT_DIM
     assert "model_int8_unavailable" in log.read_text() and "onnx package" in log.read_text()
 
-    from memory_store.core import minilm
+    from memory_store.core import minilm_graphs
 
     monkeypatch.delitem(sys.modules, "onnx")
-    monkeypatch.setattr(minilm, "int8_graph", lambda data: b"not a model")  # a rewrite onnxruntime refuses
+    for rewrite in ("integer_graph", "nbits_graph"):  # rewrites onnxruntime refuses
+        monkeypatch.setattr(minilm_graphs, rewrite, lambda data: b"not a model")
     model = MiniLM(shipped_model_file(), TOKENIZER_DIR, True, JsonLog(log, "test"))
     assert not model.int8 and len(next(model.embed(["still embeds"], 1))) == DEFAULT_DIM
     assert log.read_text().count("model_int8_unavailable") == 2
+    assert "nbits: " in log.read_text().splitlines()[-1]  # each graph tried, each reason said
 
 
 NO_NETWORK_SCRIPT = r"""
