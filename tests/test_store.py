@@ -314,3 +314,32 @@ def test_a_stored_row_becomes_the_memory_pydantic_would_validate():
     assert made.model_fields_set == validated.model_fields_set
     assert made.created_at.timestamp() == pytest.approx(row.created_at) and made.meta == {"prompt": "what is the TTL?"}
     assert made.model_copy(update={"text": "changed"}).text == "changed" and made.text == "the cache TTL is 600 s"
+
+
+def test_a_time_windows_first_id_is_looked_up_once_an_hour_and_still_finds_what_comes_later(store):
+    """A word search within a time window reads the FTS index from the window's first id on: that id is looked up once
+    per project and hour (it walks the whole window's index), and memories stored after it, or created earlier in
+    that hour, are still found; a window with nothing in it yet is asked again."""
+    sqlite = store.store
+    now = time.time()
+    hour = now - now % 3600
+    old = sqlite.record_many([(f"old{i}", draft(f"rugosun importer note {i}", at=hour - 7200 + i), None)
+                              for i in range(5)])
+    since = hour + 1800
+    assert sqlite.lexical_candidates(["rugosun"], None, 10, "/p/one", since, None) == {}
+    assert sqlite._first_ids == {}  # nothing in the window yet: not kept
+    early = sqlite.record("early", draft("rugosun importer, the hour's first", at=hour + 60)).memory_id
+    inside = sqlite.record("inside", draft("rugosun importer, inside the window", at=since + 10)).memory_id
+    statements = []
+    sqlite.db.conn.exec_trace = lambda cursor, sql, bindings: statements.append(sql) or True
+    try:
+        assert set(sqlite.lexical_candidates(["rugosun"], None, 10, "/p/one", since, None)) == {inside}
+        assert sqlite._first_ids == {("/p/one", hour): early}  # from the start of the hour: a bound for all of it
+        later = sqlite.record("later", draft("rugosun importer, stored later", at=since + 20)).memory_id
+        statements.clear()
+        found = sqlite.lexical_candidates(["rugosun"], None, 10, "/p/one", since + 5, None)
+        assert set(found) == {inside, later}
+        assert not any("min(id)" in sql for sql in statements)  # the first id came from what was kept
+    finally:
+        sqlite.db.conn.exec_trace = None
+    assert all(r.memory_id not in found for r in old)

@@ -47,6 +47,7 @@ class SqliteStore(SqliteSearch, SqliteEmbeddings, SqliteHealth, Store):
         self.recent_vectors = None
         self.term_frequencies = TermFrequencies()
         self.paths_seen: set = set()
+        self._first_ids: dict = {}  # (project, hour) -> the first id of a time window from then (SqliteSearch)
 
     def close(self) -> None:
         self.db.close()

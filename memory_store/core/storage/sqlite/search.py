@@ -31,6 +31,10 @@ _TURNS_BEFORE = _TURN_WALK + "AND NOT (created_at = ? AND id >= ?) ORDER BY crea
 _TURNS_FROM = _TURN_WALK + "AND NOT (created_at = ? AND id < ?) ORDER BY created_at, id LIMIT ?"
 
 
+FIRST_ID_BUCKET = 3600.0  # seconds: a time window's first id is looked up once per project and hour
+FIRST_IDS_KEPT = 64
+
+
 class SqliteSearch:
     _vocabulary = None  # the text index's tokenizer, once a word is counted (_vocabulary_of_index)
     # In process a read costs per memory, not per statement: only the candidate judged next (4 at once read 13
@@ -156,10 +160,7 @@ class SqliteSearch:
             if since is not None:
                 # Ids grow with time (live capture), so a time window is also a rowid range, which FTS5
                 # applies inside the index instead of scoring every older match first.
-                first = self.db.value(
-                    "SELECT min(id) FROM memories WHERE project IN (?, ?) AND created_at >= ?" if project is not None
-                    else "SELECT min(id) FROM memories WHERE created_at >= ?",
-                    (project, GLOBAL_PROJECT, since) if project is not None else (since,))
+                first = self._first_id_from(project, since)
                 if first is None:
                     return {}
                 sql += " AND memories_fts.rowid >= ? AND memories.created_at >= ?"
@@ -170,6 +171,25 @@ class SqliteSearch:
             sql += f" ORDER BY bm25(memories_fts, {weights}) LIMIT ?"
             args.append(n)
             return {memory_id: score for memory_id, score in self.db.all(sql, args)}
+
+    def _first_id_from(self, project: str | None, since: float) -> int | None:
+        """A lower bound of the ids created from `since` on: the smallest id created from the start of its hour,
+        looked up once per project and hour (the lookup walks every index entry of the window: 0.3 ms a prompt at 10k
+        memories). Still a bound later in the hour: new memories get larger ids, and a memory's created_at never
+        changes."""
+        hour = since - since % FIRST_ID_BUCKET
+        key = (project, hour)
+        first = self._first_ids.get(key)
+        if first is None:
+            first = self.db.value(
+                "SELECT min(id) FROM memories WHERE project IN (?, ?) AND created_at >= ?" if project is not None
+                else "SELECT min(id) FROM memories WHERE created_at >= ?",
+                (project, GLOBAL_PROJECT, hour) if project is not None else (hour,))
+            if first is not None:  # none yet: asked again, a memory may come
+                if len(self._first_ids) >= FIRST_IDS_KEPT:
+                    self._first_ids.clear()
+                self._first_ids[key] = first
+        return first
 
     # --- turns --------------------------------------------------------------------------------------
 
