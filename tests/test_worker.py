@@ -407,6 +407,66 @@ def test_with_a_cpu_kept_for_queries_request_threads_run_on_the_others(home):
         serving.join(timeout=10)
 
 
+def test_request_threads_are_reused_and_a_slow_request_holds_up_no_other(home):
+    """The transport hands a request to a thread that finished one (starting a thread took ~0.3 ms of every hook), and
+    starts another when all are busy: a request that takes long holds up none after it. A real socket and the worker's
+    transport; `answer` stands in for the worker and says which thread answered."""
+    import threading
+
+    from memory_store.worker import transport as worker_transport
+
+    release = threading.Event()
+    answered_by: dict[int, int] = {}
+
+    class Worker:
+        request_cpus: set[int] = set()
+
+        def answer(self, message, body):
+            answered_by[message["n"]] = threading.get_ident()
+            if message.get("slow"):
+                release.wait(10)
+            return transport.encode({"ok": True})
+
+        def failed(self, event, error):
+            raise AssertionError(f"{event}: {error}")
+
+    os.makedirs(home)
+    server, _inode = worker_transport.listen(Worker(), DataPaths(home), "token")
+    serving = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    serving.start()
+
+    def ask(n: int, slow: bool = False) -> None:
+        line, _ = transport.exchange(str(home), json.dumps({"v": 1, "op": "x", "n": n, "slow": slow}).encode(), b"",
+                                     10.0)
+        assert json.loads(line)["ok"]
+
+    try:
+        ask(1)
+        wait_for(lambda: server._waiting == 1, timeout=10)  # its thread waits for the next request
+        ask(2)
+        assert answered_by[1] == answered_by[2]
+        slow = threading.Thread(target=ask, args=(3, True))
+        slow.start()
+        wait_for(lambda: 3 in answered_by, timeout=10)
+        ask(4)  # answered while 3 is still held: by another thread
+        assert 3 in answered_by and answered_by[4] != answered_by[3] and slow.is_alive()
+        release.set()
+        slow.join(timeout=10)
+        wait_for(lambda: server._waiting == 2, timeout=10)
+        ask(5)
+        assert answered_by[5] in {answered_by[3], answered_by[4]}
+        pool = {t for t in threading.enumerate() if t.ident in answered_by.values()}
+        assert len(pool) == 2
+    finally:
+        release.set()
+        server.shutdown()
+        server.server_close()
+        serving.join(timeout=10)
+    for thread in pool:  # closing the server ends the threads waiting for requests
+        thread.join(timeout=10)
+        assert not thread.is_alive()
+
+
 def test_owed_work_is_done_at_once_when_no_answer_is_waiting():
     """Outside the worker (the CLI, the spool, a test calling the router) `after_answer` work is done on the spot."""
     from memory_store.core import later
