@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from conftest import ROOT
+from conftest import ROOT, give_memory_back
 from memory_store import open_recall
 from memory_store.core import jobs
 from memory_store.shells.cli import app
@@ -218,24 +218,28 @@ def test_the_shipped_model_runs_int8_products_that_give_the_published_graphs_vec
     multiply exactly and MatMulNBits elsewhere: either gives the published float32 graph's vectors within rounding,
     and a text's vector does not depend on what it is batched with."""
     from memory_store.core import minilm_graphs
-    from memory_store.core.embed import Embedder, TOKENIZER_DIR, shipped_model_file
+    from memory_store.core.embed import TOKENIZER_DIR, shipped_model_file
     from memory_store.core.minilm import MiniLM
 
     exact = minilm_graphs.exact_integer_products()
     assert embedder._model.graph == ("integer" if exact else "nbits") and embedder.int8
-    published = MiniLM(shipped_model_file(), TOKENIZER_DIR, int8=False)
+    texts = [a for a, _b, _r in REFERENCE_PAIRS] + ["x " * 400, "Why did the rugosun CSV importer time out?"]
+    published = MiniLM(shipped_model_file(), TOKENIZER_DIR, int8=False)  # as with `embedding.int8` off
+    assert (published.graph, published.int8) == ("published", False)
+    expected = list(published.embed(texts, 16))
+    del published  # one model beside the suite's at a time (each holds 100-300 MB)
+    give_memory_back()
     monkeypatch.setattr(minilm_graphs, "exact_integer_products", lambda: False)  # as on x86-64 without VNNI
     nbits = MiniLM(shipped_model_file(), TOKENIZER_DIR, int8=True)
-    assert (published.graph, published.int8, nbits.graph) == ("published", False, "nbits")
-    texts = [a for a, _b, _r in REFERENCE_PAIRS] + ["x " * 400, "Why did the rugosun CSV importer time out?"]
-    expected = list(published.embed(texts, 16))
+    assert nbits.graph == "nbits"
     for model in (embedder._model, nbits):
         for mine, theirs in zip(model.embed(texts, 16), expected):
             assert cosine(mine.tobytes(), theirs.tobytes()) > 0.999
         alone = next(model.embed(texts[:1], 1))
         batched = next(model.embed([texts[0], "a much longer text " * 30], 2))
         assert batched.tolist() == pytest.approx(alone.tolist(), abs=1e-5)
-    assert not Embedder(DEFAULT_MODEL, EmbeddingConfig(int8=False)).int8  # `embedding.int8` off: the published graph
+    del nbits, model
+    give_memory_back()
     int8_kernels = minilm_graphs.int8_kernels
     assert int8_kernels("1.22.0", "x86_64") and int8_kernels("1.23.1", "arm64") and int8_kernels("1.32.0", "AMD64")
     assert not int8_kernels("1.21.1", "x86_64") and not int8_kernels("1.22.2", "aarch64")
@@ -251,6 +255,7 @@ def test_the_outlier_channels_taken_out_of_int8_are_the_models_largest():
 
     texts = paragraphs(sorted((ROOT / "tests").glob("test_[a-e]*.py")))[:50]
     chosen = outlier_channels(*token_magnitudes(texts), 6)
+    give_memory_back()  # the float32 graph it ran (~300 MB)
     assert {channel for channel, _left in chosen[:4]} <= set(OUTLIER_CHANNELS)
     assert chosen[3][1] < 0.5  # four of them take out more than half the noise
 
@@ -267,6 +272,8 @@ def test_without_int8_products_the_published_graph_runs_and_the_log_says_why(mon
     model = MiniLM(shipped_model_file(), TOKENIZER_DIR, True, JsonLog(log, "test"))
     assert not model.int8 and len(next(model.embed(["still embeds"], 1))) == DEFAULT_DIM
     assert "model_int8_unavailable" in log.read_text() and "onnx package" in log.read_text()
+    del model  # one float32 graph at a time (~270 MB each)
+    give_memory_back()
 
     from memory_store.core import minilm_graphs
 

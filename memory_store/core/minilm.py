@@ -24,8 +24,6 @@ class MiniLM:
     def __init__(self, model_file: Path, tokenizer_dir: Path, int8: bool, log=None):
         import numpy as np
         import onnxruntime as ort
-        from tokenizers import Tokenizer
-
         self._np = np
         published = Path(model_file).read_bytes()
         options = ort.SessionOptions()
@@ -40,11 +38,7 @@ class MiniLM:
         self._inputs = {node.name for node in self._session.get_inputs()}
         self._shrink = ort.RunOptions()  # a run that gives back the memory arena's unused part (release_memory)
         self._shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
-        config = json.loads((tokenizer_dir / "tokenizer_config.json").read_text(encoding="utf-8"))
-        self._tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
-        self._tokenizer.enable_truncation(max_length=int(config["model_max_length"]))
-        pad = config.get("pad_token", "[PAD]")
-        self._tokenizer.enable_padding(pad_id=self._tokenizer.token_to_id(pad), pad_token=pad)
+        self._tokenizer = load_tokenizer(tokenizer_dir)
 
     def _int8_session(self, ort, published: bytes, options, log):
         """A session of the best int8 graph that loads here (sets self.graph), or None (logged with why)."""
@@ -99,3 +93,15 @@ class MiniLM:
         pooled = np.sum(tokens, axis=1, where=mask[:, :, None].astype(bool), dtype=np.float64)
         return (pooled / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)).astype(np.float32)
 
+
+def load_tokenizer(tokenizer_dir: Path):
+    """The model's tokenizer as fastembed sets it up: truncation at tokenizer_config's model_max_length, padding to the
+    longest text of a call."""
+    from tokenizers import Tokenizer
+
+    config = json.loads((tokenizer_dir / "tokenizer_config.json").read_text(encoding="utf-8"))
+    tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
+    tokenizer.enable_truncation(max_length=int(config["model_max_length"]))
+    pad = config.get("pad_token", "[PAD]")
+    tokenizer.enable_padding(pad_id=tokenizer.token_to_id(pad), pad_token=pad)
+    return tokenizer

@@ -37,7 +37,7 @@ def token_magnitudes(texts: list[str]):
     import onnxruntime as ort
 
     from ..core.embed import TOKENIZER_DIR, shipped_model_file
-    from ..core.minilm import MiniLM
+    from ..core.minilm import load_tokenizer
 
     model = onnx.load(str(shipped_model_file()))
     producer = {output: node for node in model.graph.node for output in node.output}
@@ -50,12 +50,17 @@ def token_magnitudes(texts: list[str]):
     options = ort.SessionOptions()
     options.log_severity_level = 3
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    del model
     inputs = {node.name for node in session.get_inputs()}
-    tokenizer = MiniLM(shipped_model_file(), TOKENIZER_DIR, int8=False)
+    tokenizer = load_tokenizer(TOKENIZER_DIR)
     rows = []
     for text in texts:
-        feed = {k: v for k, v in tokenizer.encode([text]).items() if k in inputs}
-        rows += [np.abs(values.reshape(-1, values.shape[-1]))[::TOKEN_STRIDE] for values in session.run(normalized, feed)]
+        encoded = tokenizer.encode(text)
+        feed = {"input_ids": np.array([encoded.ids], dtype=np.int64),
+                "attention_mask": np.array([encoded.attention_mask], dtype=np.int64),
+                "token_type_ids": np.zeros((1, len(encoded.ids)), dtype=np.int64)}
+        values = session.run(normalized, {k: v for k, v in feed.items() if k in inputs})
+        rows += [np.abs(v.reshape(-1, v.shape[-1]))[::TOKEN_STRIDE] for v in values]
     magnitudes = np.concatenate(rows).astype(np.float32)
     return magnitudes, np.sqrt((magnitudes ** 2).mean(axis=1))
 
