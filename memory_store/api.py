@@ -19,20 +19,22 @@ import threading
 import time
 from datetime import datetime, timezone
 
-from .core import code_paths, doctor, forgetting, gate, jobs, router
+from .core import forgetting, jobs, router
 from .core.config import Config, load_config
-from .core.embed import Models
+from .core.diagnostics import doctor
+from .core.diagnostics.stats import hook_latency
+from .core.embedding.embed import Models
 from .core.records import Hit, Memory
-from .core.search import Shown, current_only, relevant, search as run_search
-from .core.stats import hook_latency
+from .core.retrieval import code_paths, gate
+from .core.retrieval.search import Shown, current_only, relevant
+from .core.retrieval.search import search as run_search
 from .core.storage import open_store
+from .shared import worker_client
 from .shared.files import ensure_private_dir
 from .shared.logs import JsonLog
 from .shared.paths import DataPaths
 from .shared.projects import GLOBAL_PROJECT
 from .shared.redact import secret_kinds
-from .shared import worker_client
-
 
 RELEVANT_DEPTH = 10  # hits ranked before the relevance floor, at least
 
@@ -54,7 +56,7 @@ class Recall:
         embedding model stays loaded: a different `embedding.model` needs `recall reindex`."""
         self.config = self.store.config = self.models.config = config
 
-    def __enter__(self) -> "Recall":
+    def __enter__(self) -> Recall:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -74,7 +76,7 @@ class Recall:
 
     def import_transcripts(self, paths, progress=None):
         """`recall import`: Claude Code transcripts into the store (see core.transcripts)."""
-        from .core.transcripts import import_paths
+        from .core.capture.transcripts import import_paths
 
         return import_paths(self.store, paths, progress=progress)
 
@@ -99,7 +101,7 @@ class Recall:
     def explain(self, prompt: str, project: str, now: float | None = None):
         """What UserPromptSubmit would inject for `prompt` in `project`, and why: a dry run (nothing is
         captured, no access count changes). Returns a core.gate.Decision and the lines it would inject."""
-        from .core import inject, tiers
+        from .core.injection import inject, tiers
 
         decision = gate.judge(self.store, self.models, prompt, project, None, now, complete=True)
         items = tiers.warm_items(self.store, decision, project)
@@ -170,7 +172,7 @@ class Recall:
         "global": it follows the user into every project; `team`: everyone on the shared database sees it
         (after the same secret scan as `share`). Cleaned like captured text (secrets redacted, <private>
         dropped); raises ValueError when nothing is left to keep."""
-        from .core.capture import finish
+        from .core.capture.capture import finish
         from .core.records import MemoryDraft
 
         if scope not in ("project", "global"):
@@ -251,7 +253,7 @@ class Recall:
     def strength_summary(self, now: float | None = None) -> dict:
         """The forgetting curve over the live memories (core/strength.py): mean strength, how many are
         consolidated (decay no more) and how many are weak (below 0.1)."""
-        from .core import strength
+        from .core.retrieval import strength
 
         now = time.time() if now is None else now
         cfg = self.config.strength
@@ -321,7 +323,7 @@ IN_PROCESS_EMBED_LIMIT = 500  # without a worker, a search embeds a backlog up t
 def status(home: str | os.PathLike | None = None) -> dict:
     """`recall status`: the worker, pauses, the data dir, what waits, config problems (core/status.py). Does not
     open the store: it works when the store is what is wrong."""
-    from .core.status import collect
+    from .core.diagnostics.status import collect
 
     paths = DataPaths(home)
     return collect(paths, load_config(paths.config))
@@ -330,7 +332,7 @@ def status(home: str | os.PathLike | None = None) -> dict:
 def init_team(url: str, config: Config | None = None) -> dict:
     """`recall team init`: create (or upgrade) recall's schema in the PostgreSQL at `url`, with the
     configured embedding model as the team's. Idempotent."""
-    from .core.embed import DEFAULT_DIM, DEFAULT_MODEL, load_embedder
+    from .core.embedding.embed import DEFAULT_DIM, DEFAULT_MODEL, load_embedder
     from .core.storage.postgres.team import init_team as init
 
     config = config or Config()

@@ -147,7 +147,8 @@ def test_the_architecture_check_sees_every_import_form():
     assert "memory_store.shared.protocol" in found  # from ..shared import protocol
     assert "memory_store.hook.fallback" in found  # a function-level relative import
     assert "memory_store.version" in found  # from ..version import __version__
-    assert "memory_store.core.capture" in imports_of("memory_store.core.router")  # from . import capture
+    assert "memory_store.core.later" in imports_of("memory_store.core.router")  # from . import later
+    assert "memory_store.core.retrieval.gate" in imports_of("memory_store.core.router")  # from .retrieval import gate
 
 
 def test_lower_layers_never_import_the_cli():
@@ -204,3 +205,43 @@ def test_the_readme_lists_every_command():
     names += [g.name for g in app.registered_groups]
     missing = [name for name in names if f"recall {name}" not in readme]
     assert not missing, missing
+
+
+# Inside the core, each concern may import its own level and the levels below it: the vocabulary at the
+# bottom, storage and embeddings on it, then capture, retrieval, injection, diagnostics, and the
+# router and jobs that drive them all at the top.
+CORE_LEVELS = [
+    {"config", "records", "terms", "trust", "timeparse", "stages", "later", "sentences"},
+    {"storage", "embedding"},
+    {"capture"},
+    {"retrieval"},
+    {"injection"},
+    {"diagnostics"},
+    {"router", "jobs", "forgetting"},
+]
+CORE_TOP_LEVEL_MAX = 12  # modules beside the sub-packages: past this, a concern wants a folder of its own
+
+
+def core_level(name: str) -> int | None:
+    parts = name.split(".")
+    if parts[:2] != ["memory_store", "core"] or len(parts) < 3:
+        return None
+    for level, concerns in enumerate(CORE_LEVELS):
+        if parts[2] in concerns:
+            return level
+    raise AssertionError(f"{name}: core/{parts[2]} is in no level of CORE_LEVELS")
+
+
+def test_core_concerns_only_import_their_level_or_below():
+    for name, imported in internal_graph().items():
+        own = core_level(name)
+        if own is None:
+            continue
+        for target in imported:
+            other = core_level(target)
+            assert other is None or other <= own, f"{name} (level {own}) imports {target} (level {other})"
+
+
+def test_core_keeps_its_concerns_in_folders():
+    top = [p.name for p in (PACKAGE / "core").glob("*.py") if p.name != "__init__.py"]
+    assert len(top) <= CORE_TOP_LEVEL_MAX, f"core/ has {len(top)} modules at its top level: {sorted(top)}"

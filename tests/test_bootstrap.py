@@ -18,11 +18,11 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, load_payload, play_deploy_session, stop_worker, wait_for, worker_health
+
 from memory_store import __version__, open_recall
-from memory_store.hook.runtime import has_dependencies
 from memory_store.devtools.hookrunner import HookRunner
+from memory_store.hook.runtime import has_dependencies
 from memory_store.shared.paths import DataPaths
 
 pytestmark = pytest.mark.slow

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from conftest import load_payload
-from memory_store.core import capture
+
+from memory_store.core.capture import capture
+from memory_store.core.capture.hook_events import parse_event
 from memory_store.core.config import CaptureConfig
-from memory_store.core.hook_events import parse_event
 
 CFG = CaptureConfig()
 

@@ -8,8 +8,8 @@ import time
 from typer.testing import CliRunner
 
 from memory_store import open_recall
-from memory_store.shells.cli import app
 from memory_store.core.records import MemoryDraft
+from memory_store.shells.cli import app
 
 runner = CliRunner()
 

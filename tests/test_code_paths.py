@@ -7,7 +7,7 @@ import shutil
 import time
 import uuid
 
-from memory_store.core.code_paths import named_paths
+from memory_store.core.retrieval.code_paths import named_paths
 from memory_store.shared.text import MISSING_FILE_MARK as MARK
 
 HOLDS = "The hold expiry is computed in src/seats/holds.py, in expire_holds(), every 30 seconds."
@@ -68,7 +68,7 @@ def test_a_gone_file_is_marked_and_a_moved_one_leaves_its_old_memory_out(demo, r
 
     # A path written from another folder, or outside the project, is never judged.
     write(project, "web/components/Button.tsx")
-    from memory_store.core.code_paths import CodeCheck
+    from memory_store.core.retrieval.code_paths import CodeCheck
 
     check = CodeCheck(recall.store, str(project))
     assert check.missing("components/Button.tsx, /etc/nginx/nginx.conf, src/reports/weekly.py") == []

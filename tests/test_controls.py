@@ -11,12 +11,11 @@ import subprocess
 import sys
 import time
 
+from conftest import ROOT, run_cli, stop_worker
+from test_hooks import FACT, first_session, session
 
 from memory_store import __version__, open_recall
 from memory_store.shared.projects import GLOBAL_PROJECT
-
-from conftest import ROOT, run_cli, stop_worker
-from test_hooks import FACT, first_session, session
 
 cli = run_cli
 

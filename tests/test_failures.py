@@ -8,9 +8,9 @@ import subprocess
 import sys
 import uuid
 
+from conftest import load_payload, stored, wait_for, worker_health
 from typer.testing import CliRunner
 
-from conftest import load_payload, stored, wait_for, worker_health
 from memory_store.shells.cli import app
 
 runner = CliRunner()

@@ -8,6 +8,7 @@ import time
 import uuid
 
 from conftest import load_payload, run_cli, stop_worker, stored, wait_until_embedded
+
 from memory_store import open_recall
 from memory_store.core.records import MemoryDraft
 

@@ -8,13 +8,12 @@ import json
 import time
 
 import pytest
+from conftest import DAY, Project
 from typer.testing import CliRunner
 
-from conftest import DAY, Project
 from memory_store import open_recall
-from memory_store.core import intent
+from memory_store.core.retrieval import intent
 from memory_store.shells.cli import app
-
 
 HANG = ("the nightly CI job hangs forever right after the integration tests pass, no output at all",
         "The job never ends because the postgres service container keeps running: docker compose up waits for "
@@ -135,7 +134,7 @@ def test_explain_is_a_dry_run_with_reasons(recall, demo, home):
 def test_the_hook_stops_judging_once_it_has_taken_enough_and_decides_as_a_full_judgement_would(recall, demo):
     """The prompt path judges candidates best-ranked first and stops once `warm_top_k` are taken (nothing after them
     could be); `recall explain` judges them all. Both take the same memories."""
-    from memory_store.core import gate
+    from memory_store.core.retrieval import gate
 
     demo.session(HANG)
     demo.session(("the integration tests in CI hang after they pass", "Same cause as before: the postgres container "
@@ -156,7 +155,7 @@ def test_the_hook_stops_judging_once_nothing_left_could_be_taken_beside_a_strong
     """One strong match and weak ones in other sessions: after taking the strong one, no episode left could come within
     `gate.margin` of it (its similarity at most its session's best dense result, the rest at most their full weights),
     so the hook stops judging; a full judgement takes the same one."""
-    from memory_store.core import gate
+    from memory_store.core.retrieval import gate
 
     demo.session(HANG)
     for n, topic in enumerate(["the billing export", "the search indexer", "the mobile login", "the docs build",
@@ -185,7 +184,7 @@ def test_work_meanwhile_runs_only_while_the_meaning_is_still_being_searched(reca
     are done (a big store's word search outlasts them) it would only delay the prompt, and is skipped."""
     from concurrent.futures import Future
 
-    from memory_store.core import search
+    from memory_store.core.retrieval import search
 
     demo.session(HANG)
     embedder, cfg = recall.models.embedder, recall.config.ranking
@@ -223,7 +222,7 @@ def test_the_best_lexical_candidates_turns_are_read_while_the_prompt_is_embedded
     import traceback
     from concurrent.futures import Future
 
-    from memory_store.core import gate
+    from memory_store.core.retrieval import gate
 
     demo.session(HANG)
     for n, topic in enumerate(["billing export", "search indexer", "mobile login", "docs build", "cache warmer",
@@ -285,6 +284,7 @@ def test_the_worker_begins_a_prompts_embedding_before_the_event_is_checked_and_s
     answer begins none: a recall command, Claude Code's own words, a subagent's prompt, a prompt in an ignored
     project; nor does another event."""
     from conftest import load_payload
+
     from memory_store.core import router
     from memory_store.core.config import Config
 

@@ -8,8 +8,8 @@ import sys
 import uuid
 
 import pytest
-
 from conftest import ROOT, load_payload, play_deploy_session, stop_worker, stored, wait_until_embedded
+
 from memory_store import open_recall
 from memory_store.shared.logs import read_records
 from memory_store.shared.paths import DataPaths
@@ -238,6 +238,7 @@ def test_the_async_hooks_have_the_async_deadline():
     """hooks.json says which hooks Claude Code does not wait for; the hook side, which cannot read it on its fast
     path, gives exactly those the deadline that beats the SIGKILL at a session's end."""
     from conftest import ROOT
+
     from memory_store.devtools.bench.turn import async_events
     from memory_store.hook.timing import ANSWER_DEADLINE, ASYNC_DEADLINE
 

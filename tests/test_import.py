@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from conftest import FIXTURES
+
 from memory_store import open_recall
 
 SAMPLE = FIXTURES / "transcript-sample.jsonl"

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 
+from conftest import load_payload, stop_worker, wait_until_embedded
+from test_hooks import session
 from typer.testing import CliRunner
 
 from memory_store import open_recall
 from memory_store.core import trust
 from memory_store.shells.cli import app
-
-from conftest import load_payload, stop_worker, wait_until_embedded
-from test_hooks import session
 
 DECISION = "We decided to keep the orders queue on Redis streams because Kafka needed a second cluster"
 VALUE = "The payment webhook timeout is 45 seconds, set in config/payments.toml"
@@ -137,7 +136,7 @@ def test_trust_orders_equally_relevant_memories(home):
 def test_fixture_payloads_parse():
     for name in ("PreCompact", "SubagentStop"):
         payload = load_payload(name)
-        from memory_store.core.hook_events import parse_event
+        from memory_store.core.capture.hook_events import parse_event
 
         assert parse_event(payload).hook_event_name == name
 

@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, load_payload, stop_worker, wait_for
 from typer.testing import CliRunner
 
-from conftest import ROOT, load_payload, stop_worker, wait_for
 from memory_store import open_recall
 from memory_store.core.records import MemoryDraft
 from memory_store.core.storage import StorageUnavailable

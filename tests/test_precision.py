@@ -7,7 +7,6 @@ import re
 import uuid
 
 import pytest
-
 from conftest import DAY, run_cli
 
 SMALL_TALK = [("thanks, that works", "You're welcome!"), ("ok continue", "Continuing with the next step.")]

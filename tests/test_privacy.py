@@ -13,12 +13,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from conftest import load_payload, stored, wait_until_embedded
+from secrets_corpus import DOTENV, DOTENV_VALUES, LOOKALIKES, PRIVATE_TEXT, SECRETS
 
-from conftest import load_payload, wait_until_embedded, stored
 from memory_store import open_recall
 from memory_store.shared.paths import DataPaths
 from memory_store.shared.redact import clean, redact, strip_private
-from secrets_corpus import DOTENV, DOTENV_VALUES, LOOKALIKES, PRIVATE_TEXT, SECRETS
 
 ALL_SECRET_VALUES = [value for _, _, value in SECRETS] + DOTENV_VALUES + [PRIVATE_TEXT]
 SECRETS_PER_TURN = 3  # every secret still goes through every hook's fields: 75 hooks instead of 225
@@ -205,8 +205,8 @@ def test_no_network_access_at_run_time(home, project, monkeypatch):
 
     sys.addaudithook(audit)  # cannot be removed; it only records
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # even when downloads would be allowed, none happen
+    from memory_store.core.embedding.embed import _loaded
     from memory_store.shared import protocol as transport
-    from memory_store.core.embed import _loaded
     from memory_store.worker.server import Worker
 
     kept = dict(_loaded)

@@ -6,9 +6,9 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from memory_store.core import ranking
-from memory_store.core.storage.sqlite.search import fts_expression
 from memory_store.core.config import CueConfig, RankingConfig
+from memory_store.core.retrieval import ranking
+from memory_store.core.storage.sqlite.search import fts_expression
 from memory_store.core.timeparse import find_window
 
 NOW = datetime(2026, 11, 22, 12, tzinfo=timezone.utc).timestamp()

@@ -204,10 +204,10 @@ def test_a_searchs_vectors_are_read_beside_its_words_without_the_connections_loc
     """search.candidates syncs the RAM copy, then the vectors are searched on the embedding's thread once the query's
     vector is there, while the request's thread searches the words and holds the connection's lock: the vector search
     must not wait for that lock, and finds what a search on its own finds."""
-    from concurrent.futures import Future
     import threading
+    from concurrent.futures import Future
 
-    from memory_store.core import search
+    from memory_store.core.retrieval import search
     from memory_store.core.storage import recent_vectors
 
     monkeypatch.setattr(recent_vectors, "SYNC_SECONDS", 60.0)  # synced once, fresh for the whole test

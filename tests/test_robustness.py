@@ -12,10 +12,10 @@ import sys
 import time
 
 import pytest
+from conftest import ROOT, load_payload, stop_worker, stored, wait_for, worker_health
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT, load_payload, stop_worker, wait_for, worker_health, stored
 from memory_store import open_recall
 from memory_store.devtools.bench.latency import peak_rss_kb
 from memory_store.shared.paths import DataPaths

@@ -13,12 +13,12 @@ import sys
 from contextlib import contextmanager
 
 import pytest
-
 from conftest import ROOT, load_payload, run_cli, stop_worker
+from test_hooks import first_session, session
+
 from memory_store.devtools.hookrunner import HookRunner
 from memory_store.hook import runtime
 from memory_store.shared.paths import DataPaths
-from test_hooks import first_session, session
 
 cli = run_cli
 

@@ -12,8 +12,9 @@ import apsw
 import pytest
 
 from memory_store import open_recall
-from memory_store.core.storage.sqlite import connection, schema as db
 from memory_store.core.records import MemoryDraft
+from memory_store.core.storage.sqlite import connection
+from memory_store.core.storage.sqlite import schema as db
 from memory_store.shared.paths import DataPaths
 
 

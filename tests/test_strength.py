@@ -7,9 +7,9 @@ import pytest
 from typer.testing import CliRunner
 
 from memory_store import open_recall
-from memory_store.core import strength
 from memory_store.core.config import StrengthConfig
 from memory_store.core.records import MemoryDraft
+from memory_store.core.retrieval import strength
 from memory_store.shells.cli import app
 
 DAY = 86400.0

@@ -12,14 +12,15 @@ import uuid
 from types import SimpleNamespace
 
 import pytest
+from conftest import load_payload
 from pydantic import ValidationError
 
-from conftest import load_payload
 from memory_store import open_recall
-from memory_store.core import gate, ranking, tiers
 from memory_store.core.config import Config, CueConfig, InjectConfig
-from memory_store.core.inject import HARD_CAP, render_block
+from memory_store.core.injection import tiers
+from memory_store.core.injection.inject import HARD_CAP, render_block
 from memory_store.core.records import Memory, MemoryDraft, to_datetime
+from memory_store.core.retrieval import gate, ranking
 
 
 def warm_recall(recall, *args):
@@ -483,7 +484,7 @@ def test_no_hook_adds_more_than_claude_codes_cap_whatever_the_config_says(open_w
         assert len(output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)) < 10_000
     assert len(json.dumps(moved)) > 8000  # the cap was reached, not avoided
 
-    from memory_store.core import inject
+    from memory_store.core.injection import inject
 
     message = "\n".join(f"recall: config setting not used — tiers.x{n} is {'y' * 200!r}" for n in range(30))
     flooded = inject.hook_output("SessionStart", prompt, message)

@@ -8,8 +8,8 @@ import json
 import shutil
 
 import pytest
-
 from conftest import FIXTURES, load_payload, run_cli
+
 from memory_store import open_recall
 
 LAYOUTS = FIXTURES / "transcripts"

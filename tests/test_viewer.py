@@ -14,13 +14,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
+from test_hooks import first_session, session
 
 from memory_store import open_recall
-
-from conftest import ROOT
 from memory_store.shared.paths import DataPaths
 from memory_store.shared.worker_client import stop_worker
-from test_hooks import first_session, session
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

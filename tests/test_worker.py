@@ -12,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, load_payload, stored, wait_for, worker_health
 
-from conftest import ROOT, load_payload, wait_for, worker_health, stored
 from memory_store.shared import protocol as transport
 from memory_store.shared.paths import DataPaths
 
@@ -361,7 +361,8 @@ def test_with_a_cpu_kept_for_queries_request_threads_run_on_the_others(home):
     from memory_store.core.config import Config
     from memory_store.shared import cores
     from memory_store.shared.logs import JsonLog
-    from memory_store.worker import embedding, transport as worker_transport
+    from memory_store.worker import embedding
+    from memory_store.worker import transport as worker_transport
 
     allowed = cores.allowed()
     if len(allowed) < 2:

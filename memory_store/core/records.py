@@ -79,3 +79,9 @@ class Hit(BaseModel):
         so after its path."""
         text = mark_missing_files(self.text, self.missing_files) if self.missing_files else self.text
         return f"{self.outdated} {text}" if self.outdated else text
+
+
+def shown_text(item: Memory | Hit) -> str:
+    """How a memory reads on its own: an exchange as its question and answer."""
+    prompt = item.meta.get("prompt") if item.kind == "exchange" else None
+    return f"Q: {prompt} → A: {item.text}" if prompt else item.text

@@ -16,15 +16,30 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from ..shared import spool
-from . import alerts, capture, compaction, gate, inject, later, preferences, tiers, transcripts, user_words
-from .hook_events import (HANDLED_EVENTS, CwdChanged, PostToolUse, PostToolUseFailure, PreCompact, SessionEnd,
-                          SessionStart, Stop, SubagentStop, UserPromptSubmit, parse_event)
 from ..shared.projects import GLOBAL_PROJECT, locate
+from . import later
+from .capture import capture, preferences, transcripts, user_words
+from .capture.hook_events import (
+    HANDLED_EVENTS,
+    CwdChanged,
+    PostToolUse,
+    PostToolUseFailure,
+    PreCompact,
+    SessionEnd,
+    SessionStart,
+    Stop,
+    SubagentStop,
+    UserPromptSubmit,
+    parse_event,
+)
+from .capture.transcript_reader import last_turn, tool_memory
+from .diagnostics import alerts
+from .injection import compaction, inject, tiers
 from .records import MemoryDraft
+from .retrieval import gate
 from .stages import stage
-from .transcript_reader import last_turn, tool_memory
-from .trust import agent_name
 from .storage import Store
+from .trust import agent_name
 
 
 class BadEvent(ValueError):

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 
 from ..shared.text import cap_readable
-from .ranking import STOPWORDS, normalize_term, words
 from .records import Memory
+from .terms import STOPWORDS, normalize_term, words
 
 # A sentence ends at . ! ? ; before a capital (or a quote, a bracket, a digit, a path): not at an ellipsis, which
 # stands inside one more often than at its end ("lock it with SELECT ... FOR UPDATE").

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import tempfile
 import time
-
 from pathlib import Path
 
 from ..shared.paths import DataPaths

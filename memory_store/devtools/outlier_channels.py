@@ -36,8 +36,8 @@ def token_magnitudes(texts: list[str]):
     import onnx
     import onnxruntime as ort
 
-    from ..core.embed import TOKENIZER_DIR, shipped_model_file
-    from ..core.minilm import load_tokenizer
+    from ..core.embedding.embed import TOKENIZER_DIR, shipped_model_file
+    from ..core.embedding.minilm import load_tokenizer
 
     model = onnx.load(str(shipped_model_file()))
     producer = {output: node for node in model.graph.node for output in node.output}
@@ -87,7 +87,7 @@ def outlier_channels(magnitudes, rms, count: int) -> list[tuple[int, float]]:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     files = [Path(a) for a in argv] or [CHECKOUT / "README.md", *sorted((CHECKOUT / "docs").glob("*.md")),
-                                        *sorted((CHECKOUT / "memory_store" / "core").glob("*.py"))]
+                                        *sorted((CHECKOUT / "memory_store" / "core").rglob("*.py"))]
     texts = paragraphs(files)
     magnitudes, rms = token_magnitudes(texts)
     print(f"{len(texts)} paragraphs of {len(files)} files, {len(rms)} token rows; each channel taken out, best first,"

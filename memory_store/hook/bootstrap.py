@@ -32,11 +32,18 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script (python -I bootstrap.py): import the package beside us
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from memory_store.version import __version__  # noqa: E402
-from memory_store.hook.runtime import (child_env, detached, extras_needed, has_dependencies,  # noqa: E402
-                                       read_runtime, venv_python, write_runtime)
+from memory_store.hook.runtime import (  # noqa: E402
+    child_env,
+    detached,
+    extras_needed,
+    has_dependencies,
+    read_runtime,
+    venv_python,
+    write_runtime,
+)
 from memory_store.shared.files import acquire_lock, atomic_write, ensure_private_dir  # noqa: E402
 from memory_store.shared.paths import DataPaths  # noqa: E402
+from memory_store.version import __version__  # noqa: E402
 
 PIP_TIMEOUT = 1800
 

@@ -24,8 +24,8 @@ except ImportError:  # Windows
     import nt as _os
 POSIX = _os.__name__ == "posix"  # paths are plain on POSIX
 
-from ..version import __version__
 from ..shared import protocol, wire
+from ..version import __version__
 from .timing import ANSWER_DEADLINE, DEFAULT_ANSWER_DEADLINE
 
 MAX_STDIN_BYTES = 32 * 1024 * 1024  # beyond this a payload is refused (logged)
@@ -126,8 +126,8 @@ def run(event: str, raw: bytes, home: str) -> tuple[bytes, str]:
 def _worker_refused(answer: bytes, event, event_id, received_at, raw, home) -> tuple[bytes, str]:
     """The worker answered but did not store the event: rejected input is dropped (the worker
     logged why); any other error (e.g. a full disk) falls back to the spool."""
-    from .fallback import recover, spool_event
     from ..shared.payload import parse_payload
+    from .fallback import recover, spool_event
 
     if answer.startswith(b'{"ok":false,"rejected":true'):
         return b"", "rejected"

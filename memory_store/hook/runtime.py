@@ -14,8 +14,8 @@ import os
 import sys
 import time
 
-from ..version import __version__
 from ..shared.files import atomic_write, ensure_private_dir
+from ..version import __version__
 
 PLUGIN_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -19,8 +19,14 @@ from ..shared import worker_client
 from ..shared.files import atomic_write, ensure_private_dir
 from ..shared.paths import DataPaths
 from . import runtime
-from .timing import (BOOTSTRAP_RETRY_SECONDS, BOOTSTRAP_STALE_SECONDS, HEALTH_CHECK_SECONDS, POLL_SECONDS,
-                     SPAWN_GUARD_SECONDS, WORKER_RETRY_SECONDS)
+from .timing import (
+    BOOTSTRAP_RETRY_SECONDS,
+    BOOTSTRAP_STALE_SECONDS,
+    HEALTH_CHECK_SECONDS,
+    POLL_SECONDS,
+    SPAWN_GUARD_SECONDS,
+    WORKER_RETRY_SECONDS,
+)
 
 
 def worker_python(paths: DataPaths, log) -> str | None:

@@ -22,8 +22,19 @@ locations as `pathlib.Path` objects to everything else.
 import os
 import sys
 
-from .wire import (APP_NAME, DATABASE_URL_ENV, ENDPOINT_NAME, HOME_ENV, LOG_NAME, LOGS_DIR, PAUSE_FILE, RUNTIME_DIR,
-                   SOCKET_NAME, database_fingerprint, socket_file)
+from .wire import (
+    APP_NAME,
+    DATABASE_URL_ENV,
+    ENDPOINT_NAME,
+    HOME_ENV,
+    LOG_NAME,
+    LOGS_DIR,
+    PAUSE_FILE,
+    RUNTIME_DIR,
+    SOCKET_NAME,
+    database_fingerprint,
+    socket_file,
+)
 
 PLUGIN_DATA_DIRNAME = "recall-recall"  # <plugin>-<marketplace>, as Claude Code names it
 

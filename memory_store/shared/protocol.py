@@ -22,8 +22,16 @@ import _socket
 import sys
 import time
 
-from .wire import ENDPOINT_NAME, MAX_BODY_BYTES, MAX_HEADER_BYTES, OK_PREFIX, PROTOCOL_VERSION, RUNTIME_DIR, \
-    getenv, socket_file
+from .wire import (
+    ENDPOINT_NAME,
+    MAX_BODY_BYTES,
+    MAX_HEADER_BYTES,
+    OK_PREFIX,
+    PROTOCOL_VERSION,
+    RUNTIME_DIR,
+    getenv,
+    socket_file,
+)
 
 USE_TCP = sys.platform == "win32" or not hasattr(_socket, "AF_UNIX")
 if not USE_TCP:

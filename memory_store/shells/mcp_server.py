@@ -16,12 +16,11 @@ from __future__ import annotations
 import os
 import time
 
-from ..version import __version__
-from ..core.capture import INJECTION_TAG
-from ..core.inject import kind_label
-from ..shared.text import age
+from ..core.capture.capture import INJECTION_TAG
+from ..core.injection.inject import kind_label
 from ..shared.projects import project_for
-from ..shared.text import cap, one_line
+from ..shared.text import age, cap, one_line
+from ..version import __version__
 
 MAX_RESULT_CHARS = 8000  # one tool result; the model's context is precious
 MAX_LIMIT = 30

@@ -23,12 +23,11 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urlparse
 
-from ..core.inject import kind_label
-from ..shared.text import age
+from ..core.injection.inject import kind_label
 from ..core.records import Hit
 from ..shared import worker_client
 from ..shared.projects import GLOBAL_PROJECT
-from ..shared.text import one_line
+from ..shared.text import age, one_line
 
 KINDS = ("prompt", "exchange", "tool", "error", "note")
 PAGE_SIZE = 50

@@ -8,7 +8,7 @@ import time
 import traceback
 
 from ..core import jobs
-from ..core.embed import EmbeddingUnavailable, load_embedder
+from ..core.embedding.embed import EmbeddingUnavailable, load_embedder
 from ..core.storage import StorageUnavailable, open_store
 from ..core.storage.term_frequency import WARM_EVERY_SECONDS
 from ..shared import cores

@@ -29,18 +29,19 @@ import threading
 import time
 import traceback
 
-from ..version import __version__
 from ..api import Recall
-from ..core import inject, later, router, stages
+from ..core import later, router, stages
 from ..core.config import config_problems, load_config
+from ..core.injection import inject
+from ..core.retrieval.search import SHOWN
 from ..core.router import BadEvent
-from ..core.search import SHOWN
 from ..core.storage import StorageUnavailable
 from ..shared import protocol, spool
 from ..shared.database_url import database_url
 from ..shared.logs import JsonLog
 from ..shared.paths import DataPaths, database_env_fingerprint
 from ..shared.payload import BadPayload, parse_payload
+from ..version import __version__
 from . import embedding, transport
 from .sessions import OpenSessions
 

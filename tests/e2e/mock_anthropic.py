@@ -27,9 +27,10 @@ import os
 import re
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Union
+from typing import Any, Union
 
 __all__ = [
     "Text",
@@ -197,7 +198,7 @@ def _estimate_tokens(obj: Any) -> int:
 class _Handler(BaseHTTPRequestHandler):
     server_version = "MockAnthropic/1.0"
     protocol_version = "HTTP/1.1"
-    mock: "MockAnthropic"  # set on the subclass
+    mock: MockAnthropic  # set on the subclass
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         _debug("%s %s" % (self.address_string(), format % args))
@@ -424,7 +425,7 @@ class MockAnthropic:
         self._thread: threading.Thread | None = None
 
     # -- lifecycle
-    def start(self) -> "MockAnthropic":
+    def start(self) -> MockAnthropic:
         if self._server is not None:
             return self
         handler = type("BoundHandler", (_Handler,), {"mock": self})
@@ -447,7 +448,7 @@ class MockAnthropic:
             self._thread.join(timeout=5)
             self._thread = None
 
-    def __enter__(self) -> "MockAnthropic":
+    def __enter__(self) -> MockAnthropic:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from claude_cli import ClaudeUnavailable, claude_env, ensure_claude, parse_debug_hooks, run_claude
 from conftest import ROOT, processes_mentioning, stop_worker, wait_for, wait_until_embedded
 from mock_anthropic import DEFAULT_TEXT, MockAnthropic, Text, ToolUse, tool_results_in_turn

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ class Database:
         return default if row is None or row[0] is None else row[0]
 
     @contextmanager
-    def write(self) -> Iterator["Database"]:
+    def write(self) -> Iterator[Database]:
         """A write transaction, holding the lock throughout; inside another one, part of it."""
         with self.lock:
             if not self.conn.getautocommit():

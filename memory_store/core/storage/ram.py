@@ -21,14 +21,14 @@ GLOBAL_CHECK_SECONDS = 30.0  # how long "there are global memories" is believed 
 
 
 class RamVectors:
-    recent_vectors: "RecentVectors | None" = None  # set by keep_recent_vectors
+    recent_vectors: RecentVectors | None = None  # set by keep_recent_vectors
     # Up to this many memories every vector older than the window is held too, in int8 (recent_vectors.py): a backend
     # that scans its index for an all-time search asks for it; one with an index that answers fast does not.
     ARCHIVE_UP_TO = 0
 
     # --- what the backend supplies ----------------------------------------------------------------
 
-    def _vector_feed(self) -> "VectorFeed | None":
+    def _vector_feed(self) -> VectorFeed | None:
         """The log RAM follows (None: no vectors here)."""
         raise NotImplementedError
 
@@ -111,7 +111,7 @@ class RamVectors:
 
     # --- the RAM copy -------------------------------------------------------------------------------
 
-    def recent_vectors_cache(self, days: float, dim: int) -> "RecentVectors | None":
+    def recent_vectors_cache(self, days: float, dim: int) -> RecentVectors | None:
         """A RAM copy of the vectors of the last `days`, loaded now and searched by this store from now on;
         None without vectors here."""
         if self._vector_feed() is None:
@@ -122,7 +122,7 @@ class RamVectors:
         self.keep_recent_vectors(recent)
         return recent
 
-    def keep_recent_vectors(self, recent: "RecentVectors") -> None:
+    def keep_recent_vectors(self, recent: RecentVectors) -> None:
         """Search through `recent` (shared with another store of this process)."""
         with self.db.lock:
             recent.sync(self._vector_feed(), force=True)
@@ -135,7 +135,7 @@ class RamVectors:
             with self.db.lock:
                 self.recent_vectors.sync(feed, force=True)
 
-    def _synced_recent_vectors(self) -> "RecentVectors | None":
+    def _synced_recent_vectors(self) -> RecentVectors | None:
         recent = self.recent_vectors
         if recent is None or not recent.loaded:
             return None

@@ -26,7 +26,7 @@ class Store(Memories, Sessions, Sharing, Places, Upkeep, RamVectors, ABC):
     DAMAGE: tuple = ()  # errors that mean the database itself is damaged (the worker then sets it aside)
     read_only: bool = False  # opened from a data dir that cannot be written (searched, never written)
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc) -> None:

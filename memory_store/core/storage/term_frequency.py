@@ -18,7 +18,7 @@ MATCH: 20-300 µs); a common word's count is kept for a few minutes: its share o
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 MIN_MEMORIES = 2000  # below this the whole lexical search takes well under a millisecond
 COUNTS_TTL_SECONDS = 300.0

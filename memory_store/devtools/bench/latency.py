@@ -33,9 +33,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from ...core.stats import summarize
+from ...core.diagnostics.stats import summarize
 from . import turn
 from .seed import SUBJECTS, synthetic_text
+
 
 def payloads(project: str, session: str) -> dict[str, dict]:
     common = {"session_id": session, "transcript_path": f"/tmp/{session}.jsonl", "cwd": project}
@@ -142,7 +143,7 @@ def measure_warm_query(home: Path, project: str, runs: int = 200) -> dict:
     """The warm-tier query as the worker runs it for a UserPromptSubmit (model loaded, recent vectors
     in RAM, common words counted)."""
     from ...api import open_recall
-    from ...core import tiers
+    from ...core.injection import tiers
 
     recall = open_recall(home)
     embedder = recall.models.load_embedder()  # once, before timing, as the worker does

@@ -147,7 +147,7 @@ def injection_check(recall, project: str, question: str, evidence: list[str], tu
     memory ages as of the conversation's end), and whether the injected text holds an evidence turn:
     `useful` when one is there in full, `useful_words` when at least 70 % of one's content words are
     (an excerpt of a turn's sentences counts)."""
-    from ...core import inject, tiers
+    from ...core.injection import inject, tiers
 
     store = recall.store
     decision = tiers.warm_recall(store, recall.models, project, session_id, question, now)
@@ -161,11 +161,11 @@ def injection_check(recall, project: str, question: str, evidence: list[str], tu
 
 
 def _words_held(text: str, turn: str) -> bool:
-    from ...core import ranking
+    from ...core import terms
 
     bare = turn.split(": ", 1)[1] if ": " in turn else turn
-    wanted = {w for w in ranking.words(bare) if w not in ranking.STOPWORDS}
-    present = set(ranking.words(text))
+    wanted = {w for w in terms.words(bare) if w not in terms.STOPWORDS}
+    present = set(terms.words(text))
     return bool(wanted) and len(wanted & present) / len(wanted) >= 0.7
 
 
@@ -175,16 +175,16 @@ def rank_bm25_search(store, project: str, question: str, cache: dict) -> list[st
     same query processing. The index is built in memory once per project, outside the timing."""
     from rank_bm25 import BM25Okapi
 
-    from ...core import ranking
+    from ...core.retrieval import ranking
+    from ...core.terms import normalize_term, words
 
     if project not in cache:
         rows = store.indexed_texts(project)
-        stem = ranking.normalize_term
-        docs = [[stem(w) for w in ranking.words(" ".join(r))] for r in rows]
+        docs = [[normalize_term(w) for w in words(" ".join(r))] for r in rows]
         cache[project] = (BM25Okapi(docs), [r[0] for r in rows])
     index, texts = cache[project]
-    terms = [ranking.normalize_term(t) for t in ranking.parse_query(question).terms]
-    scores = index.get_scores(terms)
+    query_terms = [normalize_term(t) for t in ranking.parse_query(question).terms]
+    scores = index.get_scores(query_terms)
     best = sorted(range(len(texts)), key=lambda i: -scores[i])[:10]
     return [texts[i] for i in best]
 

@@ -91,7 +91,7 @@ def rng_normal(rng: random.Random, n: int):
 
 
 def seed_store(home: Path, count: int, project: str, echo=print, realistic: bool = False,
-               database: "BenchDatabase | None" = None) -> None:
+               database: BenchDatabase | None = None) -> None:
     """`count` memories in the store of `home` (the SQLite file, or `database` when given)."""
     from ...api import open_recall
 
@@ -191,7 +191,7 @@ class BenchDatabase:
 
 
 @contextmanager
-def database_env(database: "BenchDatabase | None"):
+def database_env(database: BenchDatabase | None):
     """RECALL_DATABASE_URL as the member of `database` (unset for the SQLite file) while the block runs: the
     API, the hooks and the worker they start all follow it."""
     from ...shared.paths import DATABASE_URL_ENV

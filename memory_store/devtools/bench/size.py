@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ...core.stats import summarize
+from ...core.diagnostics.stats import summarize
 from .latency import measure_warm_query
 from .seed import SUBJECTS, BenchDatabase, database_env, seed_store
 

@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from ...core.stats import summarize
+from ...core.diagnostics.stats import summarize
 
 TOOL_CALLS = 10
 SEARCH_QUERY = "Why does the deploy script time out against the staging cluster?"

@@ -12,15 +12,15 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from ...core.storage import StorageUnavailable
+from ...hook.quick_search import scope_of
 from ...shared.paths import DataPaths
 from ...shared.projects import locate, repository_identity
 from ...shared.text import plural  # noqa: F401 - the commands import it from here
-from ...hook.quick_search import scope_of
 
 # Plain (click) help: the rich formatter of this typer labels every flag `<bool>` as if it took a value.
 app = typer.Typer(help="recall: local memory for Claude Code.", no_args_is_help=True, add_completion=False,
@@ -34,22 +34,22 @@ app.add_typer(bench_app, name="bench")
 app.add_typer(worker_app, name="worker")
 app.add_typer(team_app, name="team")
 
-HomeOption = Annotated[Optional[Path], typer.Option("--home", help="Data directory.", envvar=None)]
+HomeOption = Annotated[Path | None, typer.Option("--home", help="Data directory.", envvar=None)]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
-PluginDataOption = Annotated[Optional[str], typer.Option("--plugin-data", hidden=True,
+PluginDataOption = Annotated[str | None, typer.Option("--plugin-data", hidden=True,
                                                          help="Claude Code's plugin data dir (a fallback like "
                                                               "$CLAUDE_PLUGIN_DATA).")]
-DatabaseUrlOption = Annotated[Optional[str], typer.Option(
+DatabaseUrlOption = Annotated[str | None, typer.Option(
     "--database-url", help="An administrator's URL of a PostgreSQL server (default: RECALL_DATABASE_URL, else "
                            "storage.url).")]
-BenchDatabaseOption = Annotated[Optional[str], typer.Option(
+BenchDatabaseOption = Annotated[str | None, typer.Option(
     "--database-url", help="Also measure on a PostgreSQL server (an administrator's URL: the bench creates and drops "
                            "a database of its own).")]
-ProjectOption = Annotated[Optional[str], typer.Option("--project", help="Project path or name (default: the current "
+ProjectOption = Annotated[str | None, typer.Option("--project", help="Project path or name (default: the current "
                                                       "directory's project).")]
 
 
-def open_home(home: Optional[Path], *, ingest: bool = True):
+def open_home(home: Path | None, *, ingest: bool = True):
     """The API for this data dir, with the events spooled while no worker ran stored first (so
     what the command reads is complete). recall's own errors become one clear line."""
     from ...api import open_recall
@@ -77,7 +77,7 @@ def emit_json(data) -> None:
     typer.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 
 
-def resolve_project(project: Optional[str], all_projects: bool) -> Optional[str]:
+def resolve_project(project: str | None, all_projects: bool) -> str | None:
     """The project a command is about: --project (a path, or a project's name as `recall projects` shows
     it), else the current directory's; None for every project."""
     return scope_of(project, all_projects)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -16,13 +16,13 @@ def bench_locomo(
     file: Annotated[Path, typer.Argument(help="LoCoMo JSON (e.g. locomo-dev.json).", exists=True)],
     methods: Annotated[str, typer.Option(help="Comma-separated: fts, dense, hybrid (the default ranking), rrf, "
                                               "bm25 (rank-bm25 in memory, for comparison).")] = "fts,dense,hybrid",
-    conversations: Annotated[Optional[str], typer.Option(help="Comma-separated sample ids (default: all).")] = None,
-    workdir: Annotated[Optional[Path], typer.Option(help="Keep the generated transcripts and store here "
+    conversations: Annotated[str | None, typer.Option(help="Comma-separated sample ids (default: all).")] = None,
+    workdir: Annotated[Path | None, typer.Option(help="Keep the generated transcripts and store here "
                                                           "(and reuse them on the next run).")] = None,
-    settings: Annotated[Optional[str], typer.Option("--config", help="JSON overrides of the config, e.g. "
+    settings: Annotated[str | None, typer.Option("--config", help="JSON overrides of the config, e.g. "
                                                     "'{\"ranking\": {\"dense_weight\": 0.4}}'.")] = None,
     injection: Annotated[bool, typer.Option("--injection/--no-injection", help="Also measure injections.")] = True,
-    database_url: Annotated[Optional[str], typer.Option("--database-url", help="Run on a PostgreSQL server instead "
+    database_url: Annotated[str | None, typer.Option("--database-url", help="Run on a PostgreSQL server instead "
                                                         "of the SQLite file (an administrator's URL: the bench creates "
                                                         "and drops a database of its own).")] = None,
     json_output: JsonOption = False,

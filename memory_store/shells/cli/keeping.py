@@ -4,24 +4,37 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from ...shared.paths import DataPaths
-from .app import (HomeOption, JsonOption, ProjectOption, app, confirm_or_stop, emit_json, memories_by_project,
-                  open_home, parse_duration, parse_ids, parse_when, plural, resolve_project)
+from .app import (
+    HomeOption,
+    JsonOption,
+    ProjectOption,
+    app,
+    confirm_or_stop,
+    emit_json,
+    memories_by_project,
+    open_home,
+    parse_duration,
+    parse_ids,
+    parse_when,
+    plural,
+    resolve_project,
+)
 
 
 @app.command()
 def forget(
-    ids: Annotated[Optional[list[str]], typer.Argument(help="Memory ids (12 or #12).", show_default=False)] = None,
+    ids: Annotated[list[str] | None, typer.Argument(help="Memory ids (12 or #12).", show_default=False)] = None,
     project: ProjectOption = None,
     all_projects: Annotated[bool, typer.Option("--all-projects", help="Look in every project.")] = False,
-    session: Annotated[Optional[str], typer.Option("--session", help="Every memory of this session.")] = None,
-    before: Annotated[Optional[str], typer.Option("--before", help="Memories older than this date (2026-03-01) "
+    session: Annotated[str | None, typer.Option("--session", help="Every memory of this session.")] = None,
+    before: Annotated[str | None, typer.Option("--before", help="Memories older than this date (2026-03-01) "
                                                   "or age (30d).")] = None,
-    match: Annotated[Optional[str], typer.Option("--match", help="Memories whose text contains this "
+    match: Annotated[str | None, typer.Option("--match", help="Memories whose text contains this "
                                                  "(case-insensitive); also removed from logs.")] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before deleting several memories.")] = False,
     home: HomeOption = None,
@@ -167,7 +180,7 @@ def unshare(
         raise typer.Exit(1)
 
 
-def _set_pins(ids: list[str], home: Optional[Path], pinned: bool, json_output: bool) -> None:
+def _set_pins(ids: list[str], home: Path | None, pinned: bool, json_output: bool) -> None:
     wanted = parse_ids(ids)
     with open_home(home, ingest=False) as recall:
         before = {m.id: m.pinned for m in recall.get(wanted)}
@@ -206,7 +219,7 @@ def unpin(ids: Annotated[list[str], typer.Argument(help="Memory ids (12 or #12).
 def pause(
     project: ProjectOption = None,
     all_projects: Annotated[bool, typer.Option("--all", help="Pause every project.")] = False,
-    duration: Annotated[Optional[str], typer.Option("--for", help="For how long (30m, 2h, 1d); default: until "
+    duration: Annotated[str | None, typer.Option("--for", help="For how long (30m, 2h, 1d); default: until "
                                                     "`recall resume`.")] = None,
     home: HomeOption = None,
     json_output: JsonOption = False,

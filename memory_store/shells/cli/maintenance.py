@@ -6,7 +6,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -14,7 +14,7 @@ from ...shared import worker_client
 from ...shared.paths import DataPaths
 from ...shared.projects import project_for
 from ...shared.text import one_line
-from .app import (HomeOption, JsonOption, PluginDataOption, app, emit_json, open_home, plural, worker_app)
+from .app import HomeOption, JsonOption, PluginDataOption, app, emit_json, open_home, plural, worker_app
 
 
 @app.command("import")
@@ -25,7 +25,7 @@ def import_command(
     json_output: JsonOption = False,
 ):
     """Import Claude Code transcripts (idempotent). Example: recall import ~/.claude/projects"""
-    from ...core.transcripts import find_transcripts
+    from ...core.capture.transcripts import find_transcripts
 
     missing = [p for p in paths if not p.expanduser().exists()]
     for path in missing:
@@ -168,7 +168,7 @@ def ui(
 def mcp(
     home: HomeOption = None,
     plugin_data: PluginDataOption = None,
-    project: Annotated[Optional[str], typer.Option("--project", help="Default project (default: the current "
+    project: Annotated[str | None, typer.Option("--project", help="Default project (default: the current "
                                                    "directory's project).")] = None,
 ):
     """Run recall's MCP server on stdio (Claude Code starts it from the plugin's .mcp.json)."""

@@ -7,14 +7,25 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from ...shared.text import age, one_line
 from ...hook.quick_search import hit_lines, place_of
-from .app import (HomeOption, JsonOption, PluginDataOption, ProjectOption, app, emit_json, open_home, parse_ids,
-                  plural, print_memory, resolve_project)
+from ...shared.text import age, one_line
+from .app import (
+    HomeOption,
+    JsonOption,
+    PluginDataOption,
+    ProjectOption,
+    app,
+    emit_json,
+    open_home,
+    parse_ids,
+    plural,
+    print_memory,
+    resolve_project,
+)
 
 
 @app.command()
@@ -175,7 +186,7 @@ def minute(stamp: str | None) -> str:
 
 @app.command()
 def injections(
-    session: Annotated[Optional[str], typer.Option("--session", help="Only this session.")] = None,
+    session: Annotated[str | None, typer.Option("--session", help="Only this session.")] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, help="How many injections.")] = 20,
     home: HomeOption = None,
     json_output: JsonOption = False,
@@ -231,7 +242,7 @@ def export(
     all_projects: Annotated[bool, typer.Option("--all-projects", help="Every project.")] = False,
     output_format: Annotated[str, typer.Option("--format", help="jsonl (every field, re-importable with "
                                                "`recall import`) or markdown.")] = "jsonl",
-    output: Annotated[Optional[Path], typer.Option("--output", help="File to write (default: stdout).")] = None,
+    output: Annotated[Path | None, typer.Option("--output", help="File to write (default: stdout).")] = None,
     home: HomeOption = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON: the memories as one array, or with "
                                               "--output what was written.")] = False,

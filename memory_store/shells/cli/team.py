@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -11,7 +11,7 @@ from ...shared.paths import DataPaths
 from .app import DatabaseUrlOption, HomeOption, JsonOption, emit_json, team_app
 
 
-def admin_url(given: Optional[str], home: Optional[Path]):
+def admin_url(given: str | None, home: Path | None):
     """(the URL to act on: --database-url, else the configured one, and the config); a clear error without one."""
     from ...core.config import load_config
     from ...shared.database_url import database_url

@@ -84,7 +84,7 @@ class PostgresStore(PgSearch, PgEmbeddings, PgHealth, Store):
         _ = self.db.conn
         return self.team_model, self.team_dim
 
-    def connect(self) -> "PostgresStore":
+    def connect(self) -> PostgresStore:
         """Connect now (instead of on first use); raises StorageUnavailable with the reason."""
         _ = self.db.conn
         return self

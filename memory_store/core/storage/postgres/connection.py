@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from ....shared.database_url import masked
 from ..base import StorageUnavailable
@@ -136,7 +136,7 @@ class PgDatabase(Database):
                 raise self._lost(exc) from None
 
     @contextmanager
-    def write(self) -> Iterator["PgDatabase"]:
+    def write(self) -> Iterator[PgDatabase]:
         """A transaction; inside another one, part of it (no savepoint: a round trip each)."""
         with self.lock:
             conn = self.conn

@@ -15,17 +15,19 @@ reruns that comparison.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Callable, Literal, get_args
+from typing import Literal, get_args
 
-from . import ranking, sentences, stages, strength, versions
-from .stages import stage
-from .config import RankingConfig, SearchConfig, StrengthConfig
-from ..shared.projects import in_scope
-from .inject import outdated_note, shown_text
-from .records import Hit
-from .storage import Row, Store
+from ...shared.projects import in_scope
+from .. import sentences, stages
+from ..config import RankingConfig, SearchConfig, StrengthConfig
+from ..records import Hit, shown_text
+from ..stages import stage
+from ..storage import Row, Store
+from . import ranking, strength, versions
+from .versions import outdated_note
 
 # How a search surface shows hits (api.Recall.search): only the relevant ones, or every hit (`--all`).
 Shown = Literal["relevant", "all"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from . import sentences
+from .. import sentences
 
 _STANDING = re.compile(
     r"\b(from now on|going forward|henceforth|always|never|by default|as a rule|i (?:always )?prefer|"

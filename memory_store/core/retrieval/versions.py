@@ -21,8 +21,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from .embed import similarities
-from .ranking import STOPWORDS, normalize_term, words
+from ..embedding.embed import similarities
+from ..records import Hit, Memory
+from ..terms import STOPWORDS, normalize_term, words
 
 SAME_SUBJECT_COSINE = 0.35  # a looser bar than "the same text": the value words decide
 MIN_SHARED_WORDS = 2
@@ -268,3 +269,11 @@ def _later_statements(store, shown: str, own_ids: set[int], project: str, since:
         if memory is not None and not memory.superseded_by and memory.created_at.timestamp() > since \
                 and states_values(memory):
             yield memory, similarity
+
+
+def outdated_note(memory: Memory | Hit, newer: list[Memory]) -> str:
+    """What an older memory shown alone says first: that a newer one gives another value, which, and when."""
+    latest = max(newer, key=lambda m: m.created_at)
+    stamp = latest.created_at.astimezone().strftime("%Y-%m-%d")
+    now_value = ", ".join(new_values(stated(latest), stated(memory))[:2])
+    return f"[outdated: #{latest.id} of {stamp} gives {now_value or 'another value'}]"

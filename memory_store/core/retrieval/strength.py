@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import math
 
-from . import sentences
-from .records import Memory
-from .timeparse import DAY
+from .. import sentences
+from ..records import Memory
+from ..timeparse import DAY
 
 MAX_DOUBLINGS = 10  # a half-life grows at most 1024-fold before consolidation takes over
 

@@ -17,11 +17,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..shared.text import cap, one_line
-from . import sentences
-from .records import Memory
-from .storage import Store
-from .embed import dot
+from ...shared.text import cap, one_line
+from .. import sentences
+from ..embedding.embed import dot
+from ..records import Memory
+from ..storage import Store
 
 FOLLOW_UP_WORDS = 30  # a follow-up is short …
 # … and answers or points back to the turn before: "yes, 32 with 2 steps", "fix it", "do the map", "vcpkg then".

@@ -10,11 +10,11 @@ import stat
 import sys
 from dataclasses import asdict, dataclass
 
-from ..version import __version__
-from ..shared import spool
+from ...shared import spool
+from ...version import __version__
+from ..config import config_problems
+from ..storage import StorageUnavailable, Store
 from . import alerts
-from .config import config_problems
-from .storage import StorageUnavailable, Store
 
 
 @dataclass

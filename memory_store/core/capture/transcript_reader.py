@@ -18,18 +18,19 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ...shared.projects import project_for
+from ..records import MemoryDraft
+from ..trust import agent_name
 from . import capture, user_words
 from .hook_events import PostToolUse, PostToolUseFailure
-from .records import MemoryDraft
-from .trust import agent_name
-from ..shared.projects import project_for
 
 TASK_TOOLS = ("Task", "Agent")  # the tool that starts a subagent (renamed Agent in later versions)
 _COMMAND_NAME = "<command-name>"

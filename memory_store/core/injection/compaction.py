@@ -9,10 +9,11 @@ SessionStart(source=compact) re-offers the latest work from the store (tiers.bri
 
 from __future__ import annotations
 
-from ..shared.text import one_line
-from . import inject, sentences, versions
-from .records import Memory
-from .storage import Store
+from ...shared.text import one_line
+from .. import sentences
+from ..records import Memory
+from ..retrieval import versions
+from ..storage import Store
 
 FACT_KINDS = ("exchange", "prompt", "error", "note")
 MAX_CANDIDATES = 400  # the session's latest memories looked at
@@ -37,7 +38,7 @@ def key_facts(store: Store, session_id: str, project: str, since: float, budget:
     scored = [m for m in scored if not any(n.id in listed for n in newer.get(m.id, ()))]
     lines, used = [], len(HEADER) + 1
     for memory in scored:
-        note = inject.outdated_note(memory, newer[memory.id]) + " " if memory.id in newer else ""
+        note = versions.outdated_note(memory, newer[memory.id]) + " " if memory.id in newer else ""
         line = "- " + note + _label(memory, answered) + one_line(sentences.summarize(_text(memory), FACT_CHARS),
                                                                   FACT_CHARS)
         if used + len(line) + 1 > budget:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 
-from ..shared.files import atomic_write
-from ..shared.paths import DataPaths
-from .config import Config, config_problems
+from ...shared.files import atomic_write
+from ...shared.paths import DataPaths
+from ..config import Config, config_problems
 
 
 def config_lines(config: Config) -> list[str]:

@@ -11,11 +11,11 @@ import json
 import os
 import time
 
-from ..shared import pause, spool, worker_client
-from ..shared.logs import worker_out_tail
-from ..shared.database_url import database_url, masked
-from ..shared.paths import DataPaths
-from .config import Config, config_problems
+from ...shared import pause, spool, worker_client
+from ...shared.database_url import database_url, masked
+from ...shared.logs import worker_out_tail
+from ...shared.paths import DataPaths
+from ..config import Config, config_problems
 
 
 def writable(path) -> str | None:

@@ -22,16 +22,17 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from ...shared.projects import GLOBAL_PROJECT, in_scope
+from .. import sentences
+from ..config import Config
+from ..embedding.embed import dot
+from ..records import Memory
+from ..stages import stage
+from ..storage import Row, Store
+from ..timeparse import DAY
 from . import intent as intents
-from . import ranking, search, sentences, versions
-from .config import Config
-from ..shared.projects import GLOBAL_PROJECT, in_scope
-from .records import Memory
-from .stages import stage
-from .storage import Row, Store
-from .timeparse import DAY
+from . import ranking, search, versions
 from .turns import Episode, episode, read_ahead
-from .embed import dot
 
 # While the prompt is embedded, the turns of the best lexical candidates are read, best first, until the meaning is
 # there or this many are read (most stay among the best after fusion); the gate then reads the rest as it judges. Both

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .timeparse import WEEKDAYS
+from ..timeparse import WEEKDAYS
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
 

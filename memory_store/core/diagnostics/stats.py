@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..shared.logs import read_records
+from ...shared.logs import read_records
 
 
 def percentile(values: list[float], q: float) -> float:

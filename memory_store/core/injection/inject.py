@@ -13,12 +13,14 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..shared.projects import GLOBAL_PROJECT
-from ..shared.text import age, cap_readable
-from . import sentences, versions
-from .capture import INJECTION_TAG
-from .records import Hit, Memory
-from .turns import Episode
+from ...shared.projects import GLOBAL_PROJECT
+from ...shared.text import age, cap_readable
+from .. import sentences
+from ..capture.capture import INJECTION_TAG
+from ..records import Hit, Memory, shown_text
+from ..retrieval import versions
+from ..retrieval.turns import Episode
+from ..retrieval.versions import outdated_note
 
 # Claude Code caps every hook's output at 10,000 characters (more is moved to a file the model may never read): the
 # context recall adds stays under HARD_CAP in every hook whatever config.json says, a systemMessage under MESSAGE_CAP.
@@ -39,25 +41,11 @@ class Item:
     text: str
 
 
-def shown_text(item: Memory | Hit) -> str:
-    """How a memory reads on its own: an exchange as its question and answer."""
-    prompt = item.meta.get("prompt") if item.kind == "exchange" else None
-    return f"Q: {prompt} → A: {item.text}" if prompt else item.text
-
-
 def kind_label(memory: Memory | Hit) -> str:
     """The kind as shown: a memory of the global scope says so (it comes from another project's session), and
     a team memory names its author."""
     label = f"{memory.kind} · global" if memory.project == GLOBAL_PROJECT else memory.kind
     return f"{label} · team, by {memory.owner}" if memory.visibility == "team" and memory.owner else label
-
-
-def outdated_note(memory: Memory | Hit, newer: list[Memory]) -> str:
-    """What an older memory shown alone says first: that a newer one gives another value, which, and when."""
-    latest = max(newer, key=lambda m: m.created_at)
-    stamp = latest.created_at.astimezone().strftime("%Y-%m-%d")
-    now_value = ", ".join(versions.new_values(versions.stated(latest), versions.stated(memory))[:2])
-    return f"[outdated: #{latest.id} of {stamp} gives {now_value or 'another value'}]"
 
 
 def memory_item(memory: Memory | Hit, newer: list[Memory] = ()) -> Item:

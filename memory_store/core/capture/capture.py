@@ -12,12 +12,13 @@ import json
 import os
 import re
 
-from ..shared.redact import clean, is_env_file, mentions_env_file, redact_env_values
-from ..shared.text import cap, cap_middle
-from .config import CaptureConfig
-from . import sentences, user_words
+from ...shared.redact import clean, is_env_file, mentions_env_file, redact_env_values
+from ...shared.text import cap, cap_middle
+from .. import sentences
+from ..config import CaptureConfig
+from ..records import MemoryDraft
+from . import user_words
 from .hook_events import PostToolUse, PostToolUseFailure
-from .records import MemoryDraft
 
 INJECTION_TAG = "recall-memory"  # the element recall wraps recalled memories in (see inject.py)
 _TAG_LOOKALIKE = re.compile(r"<(/?)\s*recall-memor(y|ies)\b", re.IGNORECASE)
