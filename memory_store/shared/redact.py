@@ -115,7 +115,8 @@ _SECRET_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
     # "password X", "the vpn pw's X" (a value with a digit, a capital inside or a symbol, or quoted)
     ("stated-secret", re.compile(r"(?i)(\b(?:set|changed|reset|updated|rotated)\s+(?:[\w\-]+\s+){0,4}?" + _SECRET_WORD
                                  + r"\s+to\s+)" + _STATED_VALUE), 2),
-    ("stated-secret", re.compile(r"(?<![^\s\"'`(])" + _STATED_VALUE + r"(?=\s+as\s+(?:the|my|our|your)\s+(?:[\w\-]+\s+){0,2}?"
+    ("stated-secret", re.compile(r"(?<![^\s\"'`(])" + _STATED_VALUE
+                                 + r"(?=\s+as\s+(?:the|my|our|your)\s+(?:[\w\-]+\s+){0,2}?"
                                  r"(?i:password|passphrase|passcode|pin|token|secret|api key)"
                                  r"(?=\s*(?:$|[.,;:!?)]|\s(?:for|of|on|to|in|at)\b)))"), 1),
     ("stated-secret", re.compile(r"(?i)(\b(?:creds|credentials|login)\b(?:\s+(?:for|of|to|on)(?:\s+[\w.\-]+){1,4}?)?"
@@ -135,7 +136,8 @@ _SECRET_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
     ),
     # SENDGRID_KEY=…, stripe_key: … — a *_key is a secret when its value looks like one (not primary_key: id)
     ("credential", re.compile(r"(?i)((?<![A-Za-z0-9])[A-Za-z0-9_.\-]*_key[\"']?\s*(?:=|:=|:|=>)\s*[\"']?)"
-                              r"((?-i:(?=[\w\-./+=]*\d)(?=[\w\-./+=]*[A-Z])(?=[\w\-./+=]*[a-z])[\w\-./+=]{16,}|[a-fA-F0-9]{24,}))"), 2),
+                              r"((?-i:(?=[\w\-./+=]*\d)(?=[\w\-./+=]*[A-Z])(?=[\w\-./+=]*[a-z])[\w\-./+=]{16,}"
+                              r"|[a-fA-F0-9]{24,}))"), 2),
     # prose: "the prod db password is CorrectHorse42", "my api key for staging is …" (a value with a digit, a
     # capital inside or a symbol, or in quotes: "the password is stored in vault" stays)
     ("stated-secret", re.compile(

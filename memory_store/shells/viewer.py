@@ -43,7 +43,9 @@ text-align:left;vertical-align:top}th{font-weight:600;background:#eef1f5}
 .kind{font-size:12px;padding:1px 6px;border-radius:8px;background:#e3ecff}.muted{color:#6b7383}
 .card{background:#fff;border:1px solid #e3e6eb;border-radius:6px;padding:12px 14px;margin:10px 0}
 pre{white-space:pre-wrap;word-break:break-word;margin:6px 0}form.inline{display:inline}
-button{cursor:pointer;padding:4px 10px}button.danger,a.button.danger{background:#b3261e;color:#fff;border:0;border-radius:4px}a.button{padding:4px 10px;text-decoration:none;display:inline-block}
+button{cursor:pointer;padding:4px 10px}
+button.danger,a.button.danger{background:#b3261e;color:#fff;border:0;border-radius:4px}
+a.button{padding:4px 10px;text-decoration:none;display:inline-block}
 input,select{padding:4px}.why{color:#37613a}.current{background:#fff7d6}
 """
 
@@ -113,7 +115,8 @@ class Viewer:
             memories = [h for h in found if (kind is None or h.kind == kind)
                         and (since is None or h.created_at.timestamp() >= since)
                         and (until is None or h.created_at.timestamp() <= until)][:PAGE_SIZE]
-            toggle = (f'<a href="{self.link("/search", q=query, project=project, kind=kind, all=None if everything else "1")}">'
+            other = self.link("/search", q=query, project=project, kind=kind, all=None if everything else "1")
+            toggle = (f'<a href="{other}">'
                       + ("only what is relevant" if everything else "show the closest matches anyway") + "</a>")
             if memories:
                 heading = (f"<p class='muted'>{plural(len(memories), 'match', 'matches')} for <b>{_esc(query)}</b>"

@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Union
+from typing import Any
 
 __all__ = [
     "Text",
@@ -67,7 +67,7 @@ class ToolUse:
     id: str | None = None  # tool_use id; generated when None
 
 
-Reply = Union[Text, ToolUse]
+Reply = Text | ToolUse
 
 
 def _debug(msg: str) -> None:
@@ -201,7 +201,7 @@ class _Handler(BaseHTTPRequestHandler):
     mock: MockAnthropic  # set on the subclass
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        _debug("%s %s" % (self.address_string(), format % args))
+        _debug(f"{self.address_string()} {format % args}")
 
     # -- plumbing
     def _read_body(self) -> bytes:

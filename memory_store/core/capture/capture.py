@@ -212,7 +212,8 @@ def tool_failure(event: PostToolUseFailure, cfg: CaptureConfig, project: str, at
     command = inputs.get("command") if isinstance(inputs.get("command"), str) else ""
     if command and is_recall_invocation(command):
         return None
-    what = f"`{cap(command, cfg.max_tool_input_chars)}`" if command else _compact_input(event.tool_input, cfg.max_tool_input_chars)
+    limit = cfg.max_tool_input_chars
+    what = f"`{cap(command, limit)}`" if command else _compact_input(event.tool_input, limit)
     verb = "interrupted" if event.is_interrupt else "failed"
     error = redact_env_values(event.error) if mentions_env_file(command) else event.error
     text = finish(f"{event.tool_name} {verb}: {what} — {cap_middle(tidy(error), cfg.max_error_chars)}",

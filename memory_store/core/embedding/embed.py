@@ -122,7 +122,6 @@ class Embedder:
         old.shutdown(wait=False)
 
     def _vectors(self, texts: list[str]):
-        np = self._np
         clipped = [t[: self.cfg.max_chars] for t in texts]
         calls = batches([len(t) for t in clipped], self.cfg.batch_size, max(1, self.cfg.batch_chars // self.parallel))
 

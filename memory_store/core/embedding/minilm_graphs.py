@@ -7,9 +7,9 @@ weights and scales as they are, and keep the word-embedding table int8 (only the
 Activations are quantized per token (a row), so a text's vector never depends on the texts embedded with it.
 
 - `integer_graph`, where onnxruntime multiplies unsigned by signed bytes exactly (`exact_integer_products` checks it
-  at load: x86-64 with VNNI does): each token's activations get one int8 scale (QuantizeLinear per row) and MatMulIntegerToFloat
-  multiplies them with the weights (onnxruntime's int8 GEMM, 2-3x the speed of MatMulNBits here). Three things keep it
-  as close to the published graph as MatMulNBits's blocks of 32:
+  at load: x86-64 with VNNI does): each token's activations get one int8 scale (QuantizeLinear per row) and
+  MatMulIntegerToFloat multiplies them with the weights (onnxruntime's int8 GEMM, 2-3x the speed of MatMulNBits
+  here). Three things keep it as close to the published graph as MatMulNBits's blocks of 32:
   * after a LayerNorm, a few hidden channels (OUTLIER_CHANNELS) carry values 20-80x a token's median, in every layer
     and every text; they would set each token's scale and flatten the rest, so they are taken out of the int8 product
     and multiplied in float32 (a [tokens, 8] product);

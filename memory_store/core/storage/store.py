@@ -2,7 +2,8 @@
 shells through the API).
 
 What both backends do alike is written once in the concern mixins (memories.py, sessions.py,
-sharing.py, places.py, upkeep.py, ram.py); what each does its own way is declared here and implemented in sqlite/ and postgres/.
+sharing.py, places.py, upkeep.py, ram.py); what each does its own way is declared here and implemented in sqlite/
+and postgres/.
 tests/test_storage_contract.py runs the same checks against both.
 """
 

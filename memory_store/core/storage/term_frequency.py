@@ -51,7 +51,8 @@ class TermFrequencies:
                   key_of: Callable[[str], str] | None = None) -> list[str]:
         """`terms` without those held by more than `share` of the memories a search of `project` reads
         (its own and the global ones; every project's for None). All of them when `share` is 0, that part
-        of the store is small, or there is one term; none (an empty list) when every one is common. `count_of(project, term)` asks the backend's text index:
+        of the store is small, or there is one term; none (an empty list) when every one is common.
+        `count_of(project, term)` asks the backend's text index:
         memories of `project` (and global ones; all for None) holding `term` (all of them for None). `key_of(term)`: what
         a count is remembered under (the index's own token, so that "uploads" and "upload" share one count)."""
         if share <= 0 or len(terms) < 2:

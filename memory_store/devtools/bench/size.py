@@ -3,7 +3,8 @@
 For each store size (default 10k, 100k, 1M memories of realistic length, spread over a year, embedded with
 reused real vectors as in `recall bench latency`), in a fresh data dir: database bytes per memory (the file
 and its WAL after a checkpoint; on PostgreSQL its tables and indexes), the time per `recall search` (hybrid,
-one project, all time, as the worker answers it) and per warm-tier query (the prompt path, recent vectors in RAM). With `--database-url`
+one project, all time, as the worker answers it) and per warm-tier query (the prompt path, recent vectors in RAM).
+With `--database-url`
 (an administrator's URL) each size runs on a throwaway PostgreSQL database too, in the same run. The run is
 time-limited: a size whose seeding would not fit in what is left of `seconds` is skipped, and its bytes are
 extrapolated from the largest size measured (said so in the report).

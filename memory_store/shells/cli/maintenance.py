@@ -55,7 +55,8 @@ def import_command(
         emit_json(result)
     else:
         typer.echo(f"{plural(report.files, 'file')} imported ({report.skipped_files} unchanged), "
-                   f"{plural(report.entries, 'entry', 'entries')}, {plural(report.new_memories, 'new memory', 'new memories')}, "
+                   f"{plural(report.entries, 'entry', 'entries')}, "
+                   f"{plural(report.new_memories, 'new memory', 'new memories')}, "
                    f"{plural(report.duplicates, 'duplicate')} merged, {embedded} embedded; "
                    f"{plural(report.subagents, 'subagent')} read into their namespaces, "
                    f"{plural(report.not_the_users, 'line')} Claude Code wrote as the user's left out, "
