@@ -51,11 +51,8 @@ def check_environment(models) -> list[Check]:
 def check_store(store: Store, models) -> list[Check]:
     """Where memories are kept, and whether it can be used (a shared database may be unreachable)."""
     try:
-        detail = f"{store.backend}: {store.location()}"
-        if store.backend == "sqlite":
-            import apsw
-
-            detail += f" (apsw {apsw.apsw_version()}, SQLite {apsw.sqlite_lib_version()})"
+        engine = store.capabilities().engine
+        detail = f"{store.backend}: {store.location()}" + (f" ({engine})" if engine else "")
         usable, vectors = store.vector_extension()
     except StorageUnavailable as exc:
         return [Check("store", False, f"{store.backend}: {store.location()}: {exc}",

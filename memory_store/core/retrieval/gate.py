@@ -36,7 +36,7 @@ from .turns import Episode, episode, read_ahead
 
 # While the prompt is embedded, the turns of the best lexical candidates are read, best first, until the meaning is
 # there or this many are read (most stay among the best after fusion); the gate then reads the rest as it judges. Both
-# read store.CONVERSATIONS_AT_ONCE at a time.
+# read store.capabilities().conversations_at_once at a time.
 EPISODES_READ_AHEAD = 24
 # Judging stops early (_Ceiling) only while at most this many memories wait for their vectors (the worker embeds each
 # within milliseconds; after an import thousands may wait, and a prompt then judges its `gate.candidates`).
@@ -145,7 +145,7 @@ def _judge(store: Store, models, prompt: str, project: str, session_id: str | No
         with stage("ahead"):
             rows.update((row.id, row) for row in store.live_rows(found.lexical))
             best = eligible([rows[i] for i in sorted(found.lexical, key=found.lexical.get, reverse=True) if i in rows])
-            at_once = store.CONVERSATIONS_AT_ONCE
+            at_once = store.capabilities().conversations_at_once
             for start in range(0, min(len(best), EPISODES_READ_AHEAD), at_once):
                 read_ahead(store, [row.memory() for row in best[start:start + at_once]])
                 if meaning_done():
@@ -194,7 +194,7 @@ def _weigh(store: Store, decision: Decision, found, ranked, exclude_ids, ceiling
                 row.session_id == session and first <= row.created_at <= last for session, first, last in seen_spans):
             continue  # part of an episode already judged (a tool call: it happened during one of its turns)
         if index >= read_up_to:  # the conversations of the next few at once (a server is a round trip away)
-            read_up_to = index + store.CONVERSATIONS_AT_ONCE
+            read_up_to = index + store.capabilities().conversations_at_once
             read_ahead(store, [r.memory() for _, r in ranked[index:read_up_to]])
         candidate = Candidate(row.memory())
         candidate.episode = episode(store, candidate.memory)

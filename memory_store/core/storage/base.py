@@ -18,6 +18,17 @@ TURN_SEPARATOR = "\n\x1e "  # between neighbouring turns in the context columns
 VISIBILITIES = ("private", "team")
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a store can do, asked by the code above storage/ instead of which backend it is."""
+
+    shared: bool  # other people (database roles) may read what is shared here
+    engine: str  # the engine and its versions, fit to print ("" when the location says it all)
+    conversations_at_once: int  # candidates' conversations the gate reads in one go (a read is a round trip on a server)
+    archive_up_to: int  # up to this many memories, RAM holds older vectors too (ram.py; 0: the index answers fast)
+    damage: tuple[type[BaseException], ...]  # errors that mean the database itself is damaged (set aside, start anew)
+
+
 class StorageUnavailable(Exception):
     """The database cannot be reached right now (a server down, a network gone). Nothing is lost: the
     worker spools the event and tries again later. The message never holds a password."""

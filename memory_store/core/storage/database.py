@@ -25,6 +25,9 @@ class Dialect:
     # Tables that several database roles share are keyed by their owner too (events, sessions, ...):
     # the start of those keys, for ON CONFLICT targets.
     owner_key: str
+    new_memory_id: str  # a new memory's id
+    owner: str  # the owner of what this connection writes
+    mine: str  # condition: the row is this connection's own (always, in a file of one user)
 
     def in_list(self, column: str, values) -> tuple[str, list]:
         """`column IN (...)` with its arguments: one array argument on a server (binding hundreds of
@@ -41,8 +44,16 @@ class Dialect:
         return f"(({column})::jsonb ->> '{key}')"
 
 
-SQLITE = Dialect("sqlite", greatest="max", least="min", owner_key="")
-POSTGRES = Dialect("postgres", greatest="greatest", least="least", owner_key="owner, ")
+# A new SQLite memory's id: above every id in use and every id ever deleted (sqlite/schema.m002: ids are never
+# reused).
+NEXT_SQLITE_MEMORY_ID = ("(SELECT max(coalesce((SELECT max(id) FROM memories), 0), "
+                         "coalesce((SELECT last_id FROM id_watermark WHERE name = 'memories'), 0)) + 1)")
+
+# SQLite's owner is the local user's name, filled in per store (SqliteStore: dataclasses.replace).
+SQLITE = Dialect("sqlite", greatest="max", least="min", owner_key="", new_memory_id=NEXT_SQLITE_MEMORY_ID,
+                 owner="''", mine="1 = 1")
+POSTGRES = Dialect("postgres", greatest="greatest", least="least", owner_key="owner, ", new_memory_id="DEFAULT",
+                   owner="current_user", mine="owner = current_user")
 
 
 @functools.lru_cache(maxsize=1024)
@@ -59,7 +70,7 @@ class Database:
         self.dialect = dialect
         self.lock = threading.RLock()
         self._begin = begin
-        self._sql = (lambda sql: sql) if dialect is SQLITE else to_format_style
+        self._sql = (lambda sql: sql) if dialect.name == "sqlite" else to_format_style
 
     def _execute(self, sql: str, args=()):
         return self.conn.execute(self._sql(sql), tuple(args))
@@ -73,7 +84,7 @@ class Database:
         if not rows:
             return
         with self.lock:
-            if self.dialect is SQLITE:
+            if self.dialect.name == "sqlite":
                 self.conn.executemany(sql, rows)
             else:
                 with self.conn.cursor() as cursor:

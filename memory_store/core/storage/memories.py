@@ -15,30 +15,10 @@ from ...shared.text import one_line
 from ..records import Memory, MemoryDraft
 from ..trust import trust_of
 from .base import CONVERSATION_KINDS, MEMORY_COLUMNS, TURN_SEPARATOR, Recorded, Row, content_hash, marks
+from .contract import StoreContract
 
 
-class Memories:
-    NEW_MEMORY_ID = "NULL"  # SQL for a new memory's id (the backend's)
-    OWNER = "''"  # SQL for the owner of what this connection writes (the backend's)
-    MINE = "1 = 1"  # SQL condition: the row is this connection's own (always, in a file of one user)
-    ROW_VECTOR = None  # SQL of a row's vector where it lives in the memories row (read along with turns)
-    # How many candidates' conversations the gate reads in one go as it judges them (turns.read_ahead): on a server a
-    # read is a round trip, and most prompts that inject take their memories among the first few judged.
-    CONVERSATIONS_AT_ONCE = 4
-
-    def _conversation_rows(self, memories: list[Memory], before: int, after: int, span: float) -> list[tuple]:
-        """(n, side, vector, *MEMORY_COLUMNS) of the turns before (side 0) and from (side 1) each memories[n]: the
-        backend's (each side's time range ends at the memory, ties broken by id, so that the session's index is
-        walked from there and no further than the rows taken)."""
-        raise NotImplementedError
-
-    def is_mine(self, memory: Memory) -> bool:
-        """May this connection change or forget the memory? (Always, in a file of one user.)"""
-        return True
-
-    def _keep_vectors(self, raw: dict) -> None:
-        """Vectors read along with rows (ROW_VECTOR), for the rest of the request."""
-
+class Memories(StoreContract):
     # --- capture --------------------------------------------------------------------------------
 
     def record(self, event_id: str, draft: MemoryDraft | None, received_at: float | None = None) -> Recorded:
@@ -66,7 +46,7 @@ class Memories:
         # prompts are eleven turns.
         digest = content_hash(draft.text if draft.kind != "exchange" else f"{draft.meta.get('prompt', '')}\n{draft.text}")
         existing = db.one(f"SELECT id FROM memories WHERE project = ? AND kind = ? AND content_hash = ? "
-                          f"AND {self.MINE}", (draft.project, draft.kind, digest))
+                          f"AND {self.db.dialect.mine}", (draft.project, draft.kind, digest))
         if existing:
             memory_id, created = existing[0], False
             db.run(f"UPDATE memories SET seen_count = seen_count + 1, "
@@ -82,8 +62,8 @@ class Memories:
                 before = ""  # a team memory is its text alone (sharing.py)
             memory_id = db.value(
                 "INSERT INTO memories(id, project, session_id, kind, text, created_at, importance, content_hash, meta, "
-                f"context_before, agent, trust, visibility, owner) VALUES ({self.NEW_MEMORY_ID}, ?, ?, ?, ?, ?, ?, ?, "
-                f"?, ?, ?, ?, ?, {self.OWNER}) RETURNING id",
+                f"context_before, agent, trust, visibility, owner) VALUES ({db.dialect.new_memory_id}, ?, ?, ?, ?, ?, ?, "
+                f"?, ?, ?, ?, ?, ?, {db.dialect.owner}) RETURNING id",
                 (draft.project, draft.session_id, draft.kind, draft.text, draft.created_at, draft.importance,
                  digest, json.dumps(draft.meta, ensure_ascii=False), before, draft.agent,
                  trust_of(draft.kind, draft.agent), draft.visibility))
@@ -123,12 +103,6 @@ class Memories:
         return self.db.one("SELECT 1 FROM events WHERE event_id = ?", (event_id,)) is not None
 
     # --- reading --------------------------------------------------------------------------------
-
-    def _rows(self, sql: str, args=(), skip: int = 0):
-        """Row objects of a SELECT of MEMORY_COLUMNS; with `skip`, (the first `skip` columns, Row) pairs."""
-        if skip:
-            return [(r[0] if skip == 1 else r[:skip], Row(*r[skip:])) for r in self.db.all(sql, args)]
-        return [Row(*r) for r in self.db.all(sql, args)]
 
     def get(self, ids: list[int]) -> list[Memory]:
         """These memories, in the order asked (missing ones left out)."""
@@ -245,8 +219,6 @@ class Memories:
         if not wanted:
             return found
         rows = [((r[0], r[1], r[2]), Row(*r[3:])) for r in self._conversation_rows(wanted, before, after, span)]
-        if self.ROW_VECTOR and cache is not None:
-            self._keep_vectors({r.id: raw for (_, _, raw), r in rows})
         # A turn near several candidates is one object (neighbouring candidates share most of their turns).
         built = self._request_cache("turn")
         if built is None:
@@ -280,7 +252,7 @@ class Memories:
             where.append("(lower(text) LIKE ? ESCAPE '\\' OR lower(meta) LIKE ? ESCAPE '\\')")
             args += [pattern, pattern]
         if mine:
-            where.append(f"{self.MINE}")
+            where.append(f"{self.db.dialect.mine}")
         sql = f"SELECT {MEMORY_COLUMNS} FROM memories" + (" WHERE " + " AND ".join(where) if where else "")
         if newest is not None:
             return [row.memory() for row in self._rows(sql + " ORDER BY created_at DESC, id DESC LIMIT ?",
@@ -300,7 +272,7 @@ class Memories:
             return []
         with self.db.write():
             found = [r[0] for r in self.db.all(
-                f"SELECT id FROM memories WHERE id IN ({marks(memory_ids)}) AND {self.MINE}", memory_ids)]
+                f"SELECT id FROM memories WHERE id IN ({marks(memory_ids)}) AND {self.db.dialect.mine}", memory_ids)]
             self.db.many("UPDATE memories SET pinned = ? WHERE id = ?", [(int(pinned), i) for i in found])
         return found
 

@@ -11,13 +11,12 @@ import socket
 import time
 
 from .base import marks
+from .contract import StoreContract
 
 HOST = socket.gethostname() or "localhost"
 
 
-class Places:
-    paths_seen: set  # (project, path) pairs noted by this process (each backend's __init__ sets it)
-
+class Places(StoreContract):
     def note_project_path(self, project: str, path: str, at: float | None = None) -> int:
         """Remember that `project` lives at `path` on this machine, once per process and pair. The first
         time, memories this role stored under `path` itself (before the project had a remote, or before
@@ -40,20 +39,20 @@ class Places:
     def _move_project(self, old: str, new: str) -> int:
         """Memories (with their sessions and receipts) of project `old` become `new`'s. One that `new` holds
         already (the same text, deduplicated) is merged into it: its events point there, its count adds up."""
-        rows = self.db.all(f"SELECT id, kind, content_hash, seen_count FROM memories WHERE project = ? AND {self.MINE}",
-                           (old,))
+        rows = self.db.all("SELECT id, kind, content_hash, seen_count FROM memories WHERE project = ? "
+                           f"AND {self.db.dialect.mine}", (old,))
         if not rows:
             return 0
         for memory_id, kind, digest, seen_count in rows:
             twin = self.db.value(f"SELECT id FROM memories WHERE project = ? AND kind = ? AND content_hash = ? "
-                                 f"AND {self.MINE}", (new, kind, digest))
+                                 f"AND {self.db.dialect.mine}", (new, kind, digest))
             if twin is None:
                 continue
             self.db.run("UPDATE events SET memory_id = ? WHERE memory_id = ?", (twin, memory_id))
             self.db.run("UPDATE memories SET seen_count = seen_count + ? WHERE id = ?", (seen_count, twin))
             self._forget_derived([memory_id])
             self.db.run("DELETE FROM memories WHERE id = ?", (memory_id,))
-        ids = [r[0] for r in self.db.all(f"SELECT id FROM memories WHERE project = ? AND {self.MINE}", (old,))]
+        ids = [r[0] for r in self.db.all(f"SELECT id FROM memories WHERE project = ? AND {self.db.dialect.mine}", (old,))]
         if ids:
             self.db.run(f"UPDATE memories SET project = ? WHERE id IN ({marks(ids)})", (new, *ids))
             self._moved_to_project(ids, new)
@@ -63,14 +62,12 @@ class Places:
 
     def move_memories(self, ids: list[int], project: str) -> None:
         """These memories (this role's) belong to `project` from now on (a turn that moved to another repository)."""
-        mine = [r[0] for r in self.db.all(f"SELECT id FROM memories WHERE id IN ({marks(ids)}) AND {self.MINE}", ids)]
+        mine = [r[0] for r in self.db.all(
+            f"SELECT id FROM memories WHERE id IN ({marks(ids)}) AND {self.db.dialect.mine}", ids)]
         if mine:
             with self.db.write():
                 self.db.run(f"UPDATE memories SET project = ? WHERE id IN ({marks(mine)})", (project, *mine))
                 self._moved_to_project(mine, project)
-
-    def _moved_to_project(self, ids: list[int], project: str) -> None:
-        """Backend hook: derived data keyed by project follows its memories."""
 
     def local_paths(self, project: str) -> list[str]:
         """Where `project` was seen on this machine, most recent first."""

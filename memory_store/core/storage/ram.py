@@ -13,37 +13,16 @@ import time
 from typing import TYPE_CHECKING
 
 from ...shared.projects import GLOBAL_PROJECT
+from .contract import StoreContract
 
 if TYPE_CHECKING:
-    from .recent_vectors import RecentVectors, VectorFeed  # numpy: only the worker loads it
+    from .recent_vectors import RecentVectors  # numpy: only the worker loads it
 
 GLOBAL_CHECK_SECONDS = 30.0  # how long "there are global memories" is believed before asking again
 
 
-class RamVectors:
-    recent_vectors: RecentVectors | None = None  # set by keep_recent_vectors
-    # Up to this many memories every vector older than the window is held too, in int8 (recent_vectors.py): a backend
-    # that scans its index for an all-time search asks for it; one with an index that answers fast does not.
-    ARCHIVE_UP_TO = 0
-
-    # --- what the backend supplies ----------------------------------------------------------------
-
-    def _vector_feed(self) -> VectorFeed | None:
-        """The log RAM follows (None: no vectors here)."""
-        raise NotImplementedError
-
-    def _index_nearest(self, vectors: list[bytes], n: int, project: str | None, since: float | None,
-                       until: float | None, kinds: tuple[str, ...] | None = None) -> list[dict[int, float]]:
-        """The index's n nearest of each vector, among `project` (and global memories); `kinds` may be
-        ignored (the caller checks kinds)."""
-        raise NotImplementedError
-
-    def _index_vectors(self, ids: list[int]) -> dict[int, bytes]:
-        raise NotImplementedError
-
-    def _stale_feed_errors(self) -> tuple:
-        """Errors of a feed that is being rebuilt (RAM is skipped meanwhile)."""
-        return ()
+class RamVectors(StoreContract):
+    """Searches by meaning: RAM's recent vectors first, the backend's index (`_index_nearest`) behind them."""
 
     # --- searching ----------------------------------------------------------------------------------
 
@@ -81,7 +60,7 @@ class RamVectors:
         return self._index_nearest(vectors, n, project, since, until, kinds)
 
     def _has_global(self) -> bool:
-        checked = getattr(self, "_global_checked", None)
+        checked = self._global_checked
         now = time.monotonic()
         if checked is None or now - checked[0] > GLOBAL_CHECK_SECONDS:
             checked = (now, self.db.one("SELECT 1 FROM memories WHERE project = ? LIMIT 1", (GLOBAL_PROJECT,))
@@ -118,7 +97,7 @@ class RamVectors:
             return None
         from .recent_vectors import RecentVectors
 
-        recent = RecentVectors(days, dim, archive_up_to=self.ARCHIVE_UP_TO)
+        recent = RecentVectors(days, dim, archive_up_to=self.capabilities().archive_up_to)
         self.keep_recent_vectors(recent)
         return recent
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import time
 
+from .contract import StoreContract
 
-class Sessions:
+
+class Sessions(StoreContract):
     def open_session(self, session_id: str, project: str, at: float, transcript_path: str | None) -> None:
         with self.db.write():
             self.db.run(

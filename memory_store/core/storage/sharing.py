@@ -15,17 +15,18 @@ import json
 
 from ..records import Memory
 from .base import MEMORY_COLUMNS, marks
+from .contract import StoreContract
 
 SHARED_META_KEYS = ("source",)  # what a shared memory's meta keeps: where a note came from, nothing private
 
 
-class Sharing:
+class Sharing(StoreContract):
     def own_memories(self, ids: list[int]) -> list[Memory]:
         """Those of these memories that this role owns (in the order asked)."""
         if not ids:
             return []
         rows = {r.id: r for r in self._rows(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({marks(ids)}) "
-                                            f"AND {self.MINE}", list(ids))}
+                                            f"AND {self.db.dialect.mine}", list(ids))}
         return [rows[i].memory() for i in ids if i in rows]
 
     def share(self, ids: list[int]) -> list[int]:
@@ -34,7 +35,7 @@ class Sharing:
         with self.db.write():
             for memory_id, meta, before, after in self.db.all(
                     f"SELECT id, meta, context_before, context_after FROM memories WHERE id IN ({marks(ids)}) "
-                    f"AND visibility = 'private' AND {self.MINE}", list(ids)) if ids else []:
+                    f"AND visibility = 'private' AND {self.db.dialect.mine}", list(ids)) if ids else []:
                 self.db.run("INSERT INTO private_parts(memory_id, meta, context_before, context_after) "
                             "VALUES (?, ?, ?, ?) ON CONFLICT(memory_id) DO UPDATE SET meta = excluded.meta, "
                             "context_before = excluded.context_before, context_after = excluded.context_after",
@@ -51,7 +52,7 @@ class Sharing:
         with self.db.write():
             for memory_id, session_id, project in self.db.all(
                     f"SELECT id, session_id, project FROM memories WHERE id IN ({marks(ids)}) "
-                    f"AND visibility = 'team' AND {self.MINE}", list(ids)) if ids else []:
+                    f"AND visibility = 'team' AND {self.db.dialect.mine}", list(ids)) if ids else []:
                 parts = self.db.one("SELECT meta, context_before, context_after FROM private_parts WHERE memory_id = ?",
                                     (memory_id,))
                 meta, before, after = parts if parts else (None, "", "")

@@ -14,9 +14,10 @@ import time
 from ...shared.text import one_line
 from ..records import Memory
 from .base import CONVERSATION_KINDS, MEMORY_COLUMNS, TURN_SEPARATOR, marks
+from .contract import StoreContract
 
 
-class Upkeep:
+class Upkeep(StoreContract):
     # --- forgetting -----------------------------------------------------------------------------
 
     def forget(self, memory_ids: list[int]) -> list[Memory]:
@@ -29,7 +30,7 @@ class Upkeep:
         with self.db.lock:
             with self.db.write():
                 gone = [row.memory() for row in self._rows(
-                    f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({marks(memory_ids)}) AND {self.MINE}",
+                    f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({marks(memory_ids)}) AND {self.db.dialect.mine}",
                     list(memory_ids))]
                 ids = [m.id for m in gone]
                 if not ids:
@@ -86,12 +87,12 @@ class Upkeep:
         with self.db.lock:
             with self.db.write():
                 counts = dict(self.db.all(
-                    f"SELECT project, count(*) FROM memories WHERE {self.MINE} GROUP BY project"))
+                    f"SELECT project, count(*) FROM memories WHERE {self.db.dialect.mine} GROUP BY project"))
                 self.db.run("INSERT INTO forgotten(event_id, forgotten_at) SELECT event_id, ? FROM events "
                             "WHERE memory_id IS NOT NULL ON CONFLICT DO NOTHING", (time.time(),))
-                ids = [r[0] for r in self.db.all(f"SELECT id FROM memories WHERE {self.MINE}")]
+                ids = [r[0] for r in self.db.all(f"SELECT id FROM memories WHERE {self.db.dialect.mine}")]
                 self._forget_derived(ids)
-                self.db.run(f"DELETE FROM memories WHERE {self.MINE}")
+                self.db.run(f"DELETE FROM memories WHERE {self.db.dialect.mine}")
                 self.db.run("DELETE FROM injection_receipts")
                 self._after_purge()
             self._after_forget()
@@ -103,7 +104,7 @@ class Upkeep:
         """The next memories a pruning round looks at: those after the cursor, in id order, up to the first
         one still younger than `before` (ids grow with time; each round goes on where the last stopped)."""
         cursor = self.db.value("SELECT last_memory_id FROM prune_cursor", default=0)
-        rows = self._rows(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id > ? AND {self.MINE} "
+        rows = self._rows(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id > ? AND {self.db.dialect.mine} "
                           "ORDER BY id LIMIT ?", (cursor, limit))
         ready = []
         for row in rows:

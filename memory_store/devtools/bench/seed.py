@@ -100,7 +100,7 @@ def seed_store(home: Path, count: int, project: str, echo=print, realistic: bool
     embedder = recall.models.load_embedder()
     started = time.perf_counter()
     try:
-        if recall.store.backend == "postgres":
+        if database is not None:  # the run is on a PostgreSQL (database_env): its bulk loader
             database.load(synthetic_memories(count, project, realistic, embedder, rng), embedder.name)
         else:
             _load_sqlite(recall.store, synthetic_memories(count, project, realistic, embedder, rng), embedder)

@@ -10,12 +10,10 @@ waits in the local spool (connection.py).
 from __future__ import annotations
 
 from ....shared.database_url import masked
-from ....shared.logs import JsonLog
 from ....shared.paths import DataPaths
 from ...config import Config
-from ..base import StorageUnavailable
+from ..base import Capabilities, StorageUnavailable
 from ..store import Store
-from ..term_frequency import TermFrequencies
 from . import schema
 from .connection import SCHEMA, PgDatabase, first_line
 from .embeddings import PgEmbeddings
@@ -23,26 +21,24 @@ from .feed import PgVectorFeed
 from .health import PgHealth
 from .search import PgSearch
 
+# A read is a round trip to the server: the gate reads several candidates' turns at once. pgvector's index
+# answers an all-time search fast: RAM keeps only the recent vectors.
+CAPABILITIES = Capabilities(shared=True, engine="", conversations_at_once=4, archive_up_to=0, damage=())
+
 
 class PostgresStore(PgSearch, PgEmbeddings, PgHealth, Store):
     backend = "postgres"
-    NEW_MEMORY_ID = "DEFAULT"
-    OWNER = "current_user"
-    MINE = "owner = current_user"
 
     def __init__(self, paths: DataPaths, config: Config, url: str):
-        self.paths = paths
-        self.config = config
-        self.url = url
-        self.log = JsonLog(paths.log_file, "store")
-        self.owner = ""  # the connecting role, known once connected
+        self.url = url  # before the connection: _ready reads it (PgDatabase connects on first use)
+        super().__init__(paths, config, PgDatabase(url, on_connect=self._ready))  # the role: known once connected
         self.team_model: str | None = None
         self.team_dim: int | None = None
-        self.term_frequencies = TermFrequencies()
-        self.paths_seen: set = set()
         self._stats_cache: dict = {}
-        self.db = PgDatabase(url, on_connect=self._ready)
         self.feed = PgVectorFeed(self)  # what the worker's RAM copy of recent vectors follows
+
+    def capabilities(self) -> Capabilities:
+        return CAPABILITIES
 
     def _ready(self, conn) -> None:
         """A new connection: the vector type known to the driver, the schema there and current."""

@@ -9,9 +9,10 @@ its own role's memories (it may change no others).
 from __future__ import annotations
 
 from ..base import marks
+from ..contract import StoreContract
 
 
-class PgEmbeddings:
+class PgEmbeddings(StoreContract):
     def vectors_ready(self) -> bool:
         return True  # pgvector is part of the schema
 
@@ -36,7 +37,7 @@ class PgEmbeddings:
 
     def pending_embeddings(self) -> int:
         return self.db.value(f"SELECT count(*) FROM memories WHERE embedding IS NULL AND superseded_by IS NULL "
-                             f"AND {self.MINE}", default=0)
+                             f"AND {self.db.dialect.mine}", default=0)
 
     def ensure_vector_index(self, model: str, dim: int) -> None:
         """Nothing to create (the schema holds the index); a worker of another model is told once."""
@@ -51,16 +52,16 @@ class PgEmbeddings:
             raise ValueError(f"the team's database holds vectors of {team_model} ({team_dim} dimensions): "
                              f"{model} cannot be stored there")
         with self.db.write():
-            self.db.run(f"UPDATE memories SET embedding = NULL, embedding_model = NULL WHERE {self.MINE}")
+            self.db.run(f"UPDATE memories SET embedding = NULL, embedding_model = NULL WHERE {self.db.dialect.mine}")
 
     def unembedded_ids(self, most: int) -> list[int]:
         return [memory_id for (memory_id,) in self.db.all(
-            f"SELECT id FROM memories WHERE embedding IS NULL AND superseded_by IS NULL AND {self.MINE} LIMIT ?",
+            f"SELECT id FROM memories WHERE embedding IS NULL AND superseded_by IS NULL AND {self.db.dialect.mine} LIMIT ?",
             (most,))]
 
     def embedding_batch(self, size: int) -> list[tuple[int, str, float, str]]:
         return self.db.all(f"SELECT id, project, created_at, text FROM memories WHERE embedding IS NULL "
-                           f"AND superseded_by IS NULL AND {self.MINE} ORDER BY id LIMIT ?", (size,))
+                           f"AND superseded_by IS NULL AND {self.db.dialect.mine} ORDER BY id LIMIT ?", (size,))
 
     def save_embeddings(self, rows: list[tuple[int, str, float, bytes]], done_ids: list[int], model: str,
                         supersede=None) -> list[tuple[int, str, float, bytes]]:
@@ -71,7 +72,7 @@ class PgEmbeddings:
         with self.db.write():
             ids = [r[0] for r in rows]
             still_there = {r[0] for r in self.db.all(
-                f"SELECT id FROM memories WHERE id IN ({marks(ids)}) AND {self.MINE}", ids)} if ids else set()
+                f"SELECT id FROM memories WHERE id IN ({marks(ids)}) AND {self.db.dialect.mine}", ids)} if ids else set()
             added = [r for r in rows if r[0] in still_there]
             self.db.many("UPDATE memories SET embedding = ?, embedding_model = ? WHERE id = ?",
                          [(np.frombuffer(vector, dtype=np.float32), model, memory_id)

@@ -7,10 +7,11 @@ vacuums them (autovacuum), and the server's WAL and backups are its administrato
 from __future__ import annotations
 
 from ..base import marks
+from ..contract import StoreContract
 from . import schema
 
 
-class PgHealth:
+class PgHealth(StoreContract):
     def _forget_derived(self, ids: list[int]) -> None:
         pass  # vectors and words live in the memory's own row
 
@@ -24,6 +25,12 @@ class PgHealth:
 
     def _after_purge(self) -> None:
         pass
+
+    def _moved_to_project(self, ids: list[int], project: str) -> None:
+        pass  # vectors live in the memory's own row; a trigger logs the change for the RAM copies
+
+    def set_damaged_aside(self, error: str) -> str | None:
+        return None  # a server's damage is its administrator's to repair: nothing is moved
 
     def checkpoint(self) -> bool:
         return True  # the server's business
@@ -47,7 +54,7 @@ class PgHealth:
     def vector_consistency(self) -> dict | None:
         model = self.team()[0]
         unembedded = [r[0] for r in self.db.all(
-            f"SELECT id FROM memories WHERE embedding IS NULL AND {self.MINE} ORDER BY id")]
+            f"SELECT id FROM memories WHERE embedding IS NULL AND {self.db.dialect.mine} ORDER BY id")]
         other_model = self.db.value("SELECT count(*) FROM memories WHERE embedding IS NOT NULL "
                                     "AND embedding_model IS DISTINCT FROM ?", (model,), default=0)
         return {"model": model, "vectors": self.vector_count(), "queued": self.pending_embeddings(),
@@ -55,7 +62,7 @@ class PgHealth:
 
     def rebuild_derived(self) -> list[str]:
         with self.db.write():
-            self.db.run(f"UPDATE memories SET text = text WHERE {self.MINE}")  # the trigger re-indexes each row
+            self.db.run(f"UPDATE memories SET text = text WHERE {self.db.dialect.mine}")  # the trigger re-indexes each row
         return ["rebuilt the full-text entries of your memories"]
 
     def size_bytes(self) -> int:

@@ -19,6 +19,7 @@ import time
 
 from ....shared.projects import GLOBAL_PROJECT
 from ..base import CONVERSATION_KINDS, MEMORY_COLUMNS, marks
+from ..contract import StoreContract
 
 K1, B = 1.2, 0.75  # BM25's constants, FTS5's values
 MATCH_BUDGET = 2_000  # matches scored per query at most: beyond, the newest (see lexical_candidates)
@@ -66,15 +67,14 @@ def from_vector_send(raw) -> bytes:
     return np.frombuffer(bytes(raw)[4:], dtype=">f4").astype(np.float32).tobytes()
 
 
-class PgSearch:
-    ROW_VECTOR = None  # measured: reading turns with their vectors cost more than the few pairs asked later
-
+class PgSearch(StoreContract):
     # --- turns --------------------------------------------------------------------------------------
 
     def _conversation_rows(self, memories: list, before: int, after: int, span: float) -> list[tuple]:
         """(n, side, vector, *MEMORY_COLUMNS) rows of Memories.conversations, in one statement whose text does not
         change with how many memories are asked about (the server plans it once, from the arrays)."""
-        common = (f"SELECT {self.ROW_VECTOR or 'NULL'} AS vector, {MEMORY_COLUMNS} FROM memories m "
+        # No vector with the turns: reading them along cost more than the few pairs the gate asks for later.
+        common = (f"SELECT NULL AS vector, {MEMORY_COLUMNS} FROM memories m "
                   f"WHERE m.session_id = a.session_id AND m.project = a.project "
                   f"AND m.kind IN ({marks(CONVERSATION_KINDS)}) AND m.created_at BETWEEN a.at - ? AND a.at + ? ")
         sql = ("SELECT a.n, c.* FROM unnest(?::bigint[], ?::text[], ?::text[], ?::float8[]) WITH ORDINALITY "
@@ -251,8 +251,14 @@ class PgSearch:
 
     # --- storage/ram.py's server side ---------------------------------------------------------------
 
+    def count_common_words(self) -> int:
+        return 0  # the server's statistics and index count words fast enough (schema.py: estimated_count)
+
     def _vector_feed(self):
         return self.feed
+
+    def _stale_feed_errors(self) -> tuple:
+        return ()  # the feed is a table, never rebuilt under a reader
 
     def _index_nearest(self, vectors: list[bytes], n: int, project: str | None, since: float | None,
                        until: float | None, kinds: tuple[str, ...] | None = None) -> list[dict[int, float]]:
@@ -279,8 +285,3 @@ class PgSearch:
                            "AND embedding IS NOT NULL AND embedding_model = ?", [list(ids), model])
         return {memory_id: from_vector_send(raw) for memory_id, raw in rows}
 
-    def _keep_vectors(self, raw: dict) -> None:
-        cache = self._request_cache("vectors")
-        if cache is not None:
-            for memory_id, value in raw.items():
-                cache.setdefault(memory_id, from_vector_send(value) if value is not None else None)

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from ..base import marks
+from ..contract import StoreContract
 
 
-class SqliteEmbeddings:
+class SqliteEmbeddings(StoreContract):
+    def model_mismatch(self, embedder) -> str | None:
+        return None  # a file re-embeds for any model (reindex); only a team's database fixes one
+
     def vectors_ready(self) -> bool:
         """Vectors can be stored here (sqlite-vec loaded)."""
         return self.vectors is not None

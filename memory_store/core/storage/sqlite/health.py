@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..base import marks
+from ..contract import StoreContract
 from . import schema
 
 
-class SqliteHealth:
+class SqliteHealth(StoreContract):
     # --- forgetting for good (storage/upkeep.py calls these) ---------------------------------------
 
     def _forget_derived(self, ids: list[int]) -> None:

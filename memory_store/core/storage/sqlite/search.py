@@ -7,6 +7,7 @@ import apsw
 
 from ....shared.projects import GLOBAL_PROJECT
 from ..base import CONVERSATION_KINDS, MEMORY_COLUMNS, marks
+from ..contract import StoreContract
 from ..term_frequency import MIN_MEMORIES
 from .schema import FTS_TOKENIZE
 
@@ -35,11 +36,8 @@ FIRST_ID_BUCKET = 3600.0  # seconds: a time window's first id is looked up once 
 FIRST_IDS_KEPT = 64
 
 
-class SqliteSearch:
+class SqliteSearch(StoreContract):
     _vocabulary = None  # the text index's tokenizer, once a word is counted (_vocabulary_of_index)
-    # In process a read costs per memory, not per statement: only the candidate judged next (4 at once read 13
-    # memories' turns for the 9 a prompt on the latency bench judged).
-    CONVERSATIONS_AT_ONCE = 1
     # --- words ----------------------------------------------------------------------------------
 
     def selective_terms(self, terms: list[str], project: str | None) -> list[str]:
@@ -221,8 +219,8 @@ class SqliteSearch:
     # --- meaning (storage/ram.py searches; these are its sqlite-vec side) -------------------------------
 
     # sqlite-vec scans every vector of a search's scope: the worker keeps a big store's older vectors in RAM too, in
-    # int8 (recent_vectors.py), up to this many memories (~100 MB); beyond, all-time searches scan the index.
-    ARCHIVE_UP_TO = 250_000
+    # int8 (recent_vectors.py), up to CAPABILITIES.archive_up_to memories (~100 MB); beyond, all-time searches scan
+    # the index.
 
     def _vector_feed(self):
         return self.vectors
