@@ -18,23 +18,27 @@ import os
 import threading
 import time
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 from .core import forgetting, jobs, router
 from .core.config import Config, load_config
 from .core.diagnostics import doctor
 from .core.diagnostics.stats import hook_latency
-from .core.embedding.embed import Models
+from .core.embedding.embed import Embedder, Models
 from .core.records import Hit, Memory
 from .core.retrieval import code_paths, gate
 from .core.retrieval.search import Shown, current_only, relevant
 from .core.retrieval.search import search as run_search
-from .core.storage import open_store
+from .core.storage import Store, open_store
 from .shared import worker_client
 from .shared.files import ensure_private_dir
 from .shared.logs import JsonLog
 from .shared.paths import DataPaths
 from .shared.projects import GLOBAL_PROJECT
 from .shared.redact import secret_kinds
+
+if TYPE_CHECKING:
+    from .core.storage.recent_vectors import RecentVectors  # numpy: loaded where the worker uses it
 
 RELEVANT_DEPTH = 10  # hits ranked before the relevance floor, at least
 
@@ -59,8 +63,77 @@ class Recall:
     def __enter__(self) -> Recall:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # --- the store, as the shells may see it -------------------------------------------------------
+
+    @property
+    def read_only(self) -> bool:
+        """The data dir cannot be written: searched as it is, nothing captured."""
+        return self.store.read_only
+
+    def store_location(self) -> str:
+        """Where memories are kept, fit to print (a file, or a URL without its password)."""
+        return self.store.location()
+
+    def store_is_shared(self) -> bool:
+        """Others (database roles) may read what is shared here: a team's PostgreSQL, not the local file."""
+        return self.store.capabilities().shared
+
+    def memory_count(self) -> int:
+        return int(self.store.counts()["memories"])
+
+    def pending_embeddings(self) -> int:
+        """Memories waiting for their embedding."""
+        return self.store.pending_embeddings()
+
+    def is_mine(self, memory: Memory) -> bool:
+        """May this user change or forget the memory? (A teammate's shared memory is theirs.)"""
+        return self.store.is_mine(memory)
+
+    def note_project_path(self, project: str, path: str) -> None:
+        """`project` lives at `path` on this machine (see Store.note_project_path)."""
+        self.store.note_project_path(project, path)
+
+    def set_aside_if_damaged(self, error: BaseException) -> str | None:
+        """When `error` says the database itself is damaged, move it aside (a new one starts); returns where it
+        went, or None (not damage, or a database that cannot be moved)."""
+        if not isinstance(error, self.store.capabilities().damage):
+            return None
+        return self.store.set_damaged_aside(f"{type(error).__name__}: {error}")
+
+    # --- the embedding model ---------------------------------------------------------------------
+
+    def embedding_error(self) -> str | None:
+        """Why the embedding model could not be loaded (None: it loaded, or was not asked for yet)."""
+        return self.models.embedder_error
+
+    def embedding_model_name(self) -> str:
+        """The model `reindex` embeds with (loads it); raises RuntimeError with the reason when it cannot."""
+        embedder = self.models.embedder
+        if embedder is None or not self.store.vectors_ready():
+            raise RuntimeError(self.store.vector_error or self.models.embedder_error or "no embedding model")
+        return str(embedder.name)
+
+    def use_embedder(self, embedder: Embedder) -> None:
+        """The model the worker loaded in the background, for this API's searches from now on."""
+        self.models.set_embedder(embedder)
+
+    def prepare_event(self, payload: dict) -> None:
+        """Begin the slow part of an event's answer early (a prompt's embedding) while the rest is checked."""
+        router.prepare(self.store, self.models, payload)
+
+    def keep_recent_vectors(self, recent: RecentVectors) -> None:
+        """The worker's RAM copy of recent vectors, searched in front of the store's index."""
+        self.store.keep_recent_vectors(recent)
+
+    def open_background_store(self) -> Store:
+        """A second store on the same data for the worker's background rounds (embedding, pruning), sharing this
+        one's word counts: a long round never holds up a hook's request."""
+        background = open_store(self.paths, self.config)
+        background.term_frequencies = self.store.term_frequencies
+        return background
 
     # --- capture ---------------------------------------------------------------------------------
 
@@ -97,6 +170,26 @@ class Recall:
         if shown == "all":
             return code_paths.checked_hits(self.store, current_only(self.store, hits, drop=False), drop=False)
         return hits
+
+    def search_here(self, query: str, limit: int = 10, project: str | None = None, place: str | None = None,
+                    shown: Shown = "relevant") -> list[Hit]:
+        """A search in this process with a complete answer: the spool ingested and a small backlog embedded first
+        (a read-only data dir is searched as it is). `search_anywhere` asks the worker first."""
+        if not self.read_only:
+            if place and project:
+                self.note_project_path(project, place)
+            self.ingest_spool()
+            if 0 < self.pending_embeddings() <= IN_PROCESS_EMBED_LIMIT:
+                self.embed_pending()
+        return self.search(query, limit=limit, project=project, shown=shown)
+
+    def search_through_worker(self, query: str, limit: int = 10, project: str | None = None,
+                              shown: Shown = "relevant") -> list[Hit]:
+        """The running worker's answer when there is one (it holds the model: fast), else `search_here`."""
+        hits = worker_client.search(self.paths, query, limit, project, shown=shown)
+        if hits is not None:
+            return [Hit.model_validate(hit) for hit in hits]
+        return self.search_here(query, limit, project, shown=shown)
 
     def explain(self, prompt: str, project: str, now: float | None = None):
         """What UserPromptSubmit would inject for `prompt` in `project`, and why: a dry run (nothing is
@@ -140,11 +233,9 @@ class Recall:
 
     def reindex(self, progress=None) -> int:
         """Re-embed every memory with the configured model (the worker, holding the old one, is stopped)."""
-        embedder = self.models.embedder
-        if embedder is None or not self.store.vectors_ready():
-            raise RuntimeError(self.store.vector_error or self.models.embedder_error or "no embedding model")
+        self.embedding_model_name()  # raises with the reason when there is no model to embed with
         worker_client.stop_worker(self.paths)
-        return jobs.reindex(self.store, embedder, progress)
+        return jobs.reindex(self.store, self.models.embedder, progress)
 
     def select(self, **conditions) -> list[Memory]:
         """The memories meeting every condition (ids, project, session_id, before, match): see
@@ -308,13 +399,7 @@ def search_anywhere(home: str | os.PathLike | None, query: str, limit: int = 10,
     if hits is not None:
         return [Hit.model_validate(hit) for hit in hits]
     with open_recall(paths.home) as recall:
-        if not recall.store.read_only:  # a read-only data dir is searched as it is
-            if place and project:
-                recall.store.note_project_path(project, place)
-            recall.ingest_spool()
-            if 0 < recall.store.pending_embeddings() <= IN_PROCESS_EMBED_LIMIT:
-                recall.embed_pending()
-        return recall.search(query, limit=limit, project=project, shown=shown)
+        return recall.search_here(query, limit, project, place, shown)
 
 
 IN_PROCESS_EMBED_LIMIT = 500  # without a worker, a search embeds a backlog up to this size first

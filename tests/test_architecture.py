@@ -245,3 +245,47 @@ def test_core_concerns_only_import_their_level_or_below():
 def test_core_keeps_its_concerns_in_folders():
     top = [p.name for p in (PACKAGE / "core").glob("*.py") if p.name != "__init__.py"]
     assert len(top) <= CORE_TOP_LEVEL_MAX, f"core/ has {len(top)} modules at its top level: {sorted(top)}"
+
+
+SHELLS = ("memory_store.shells", "memory_store.worker")
+REACH_THROUGH = re.compile(r"\.(store|models)\.")  # recall.store.x(...), self.recall.models.y
+BACKEND_TEST = re.compile(r"\.backend\s*[!=]=")
+
+
+def test_the_shells_and_the_worker_call_the_api_only():
+    """The CLI, the viewer, the MCP server and the worker are shells over `Recall` (api.py): what they need from
+    the store or the models is an API method, so the API is the one place that says what they may do."""
+    found = []
+    for name, path in MODULES.items():
+        if name.startswith(SHELLS):
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if REACH_THROUGH.search(line.split("#")[0]):
+                    found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not found, found
+
+
+def test_only_storage_knows_which_backend_it_is():
+    """Outside core/storage/ a store is asked what it can do (`capabilities()`), never which backend it is."""
+    found = []
+    for name, path in MODULES.items():
+        if name.startswith("memory_store.core.storage"):
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if BACKEND_TEST.search(line):
+                found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not found, found
+
+
+def test_the_checks_above_see_what_they_look_for():
+    assert REACH_THROUGH.search("n = recall.store.counts()") and REACH_THROUGH.search("self.recall.models.embedder")
+    assert not REACH_THROUGH.search("recall.store_location()")
+    assert BACKEND_TEST.search('if store.backend == "sqlite":') and not BACKEND_TEST.search("print(store.backend)")
+
+
+def test_every_storage_hook_is_abstract_and_both_backends_supply_them():
+    from memory_store.core.storage.contract import StoreContract
+    from memory_store.core.storage.postgres import PostgresStore
+    from memory_store.core.storage.sqlite import SqliteStore
+
+    assert len(StoreContract.__abstractmethods__) > 30
+    assert not SqliteStore.__abstractmethods__ and not PostgresStore.__abstractmethods__

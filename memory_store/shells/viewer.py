@@ -25,7 +25,6 @@ from urllib.parse import parse_qs, urlencode, urlparse
 
 from ..core.injection.inject import kind_label
 from ..core.records import Hit
-from ..shared import worker_client
 from ..shared.projects import GLOBAL_PROJECT
 from ..shared.text import age, one_line
 
@@ -134,12 +133,7 @@ class Viewer:
 
     def _search(self, query: str, project: str | None, everything: bool):
         shown = "all" if everything else "relevant"
-        hits = worker_client.search(self.recall.paths, query, PAGE_SIZE * 2, project, shown=shown)
-        if hits is not None:  # the worker holds the model: fast
-            return [Hit.model_validate(h) for h in hits]
-        if not self.recall.store.read_only:
-            self.recall.ingest_spool()
-        return self.recall.search(query, limit=PAGE_SIZE * 2, project=project, shown=shown)
+        return self.recall.search_through_worker(query, PAGE_SIZE * 2, project, shown=shown)
 
     def _table(self, memories, show_project: bool) -> str:
         if not memories:

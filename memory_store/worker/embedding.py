@@ -9,7 +9,7 @@ import traceback
 
 from ..core import jobs
 from ..core.embedding.embed import EmbeddingUnavailable, load_embedder
-from ..core.storage import StorageUnavailable, open_store
+from ..core.storage import StorageUnavailable
 from ..core.storage.term_frequency import WARM_EVERY_SECONDS
 from ..shared import cores
 
@@ -35,12 +35,12 @@ def run(worker) -> None:
         worker.failed("model_failed", str(exc))
         return
     keep_a_core_for_queries(worker, embedder)
-    worker.recall.models.set_embedder(embedder)
+    worker.recall.use_embedder(embedder)
     worker.model_state = "ready"
     worker.log.info("model_ready", model=embedder.name, dim=embedder.dim, int8=embedder.int8)
-    background = open_store(worker.paths, worker.config)  # its own connection: never blocks requests
-    # Common words are counted on this connection, for the requests' (the counts are not secret: term_frequency.py).
-    background.term_frequencies = worker.recall.store.term_frequencies
+    # Its own connection: never blocks requests. Common words are counted on it for the requests' store too (the
+    # counts are not secret: term_frequency.py).
+    background = worker.recall.open_background_store()
     try:
         while not worker.stop_event.is_set():
             try:
@@ -77,7 +77,7 @@ def _prepare_vectors(worker, background, embedder) -> None:
     recent = background.recent_vectors_cache(worker.config.tiers.warm_window_days + RECENT_VECTORS_MARGIN_DAYS,
                                              embedder.dim)
     if recent is not None:
-        worker.recall.store.keep_recent_vectors(recent)
+        worker.recall.keep_recent_vectors(recent)
         worker.log.info("recent_vectors_loaded", vectors=len(recent.row_of), mb=round(recent.nbytes() / 1e6, 1))
 
 

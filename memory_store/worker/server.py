@@ -30,7 +30,7 @@ import time
 import traceback
 
 from ..api import Recall
-from ..core import later, router, stages
+from ..core import later, stages
 from ..core.config import config_problems, load_config
 from ..core.injection import inject
 from ..core.retrieval.search import SHOWN
@@ -99,7 +99,7 @@ class Worker:
             return protocol.encode({"ok": True})
         if op == "drain":
             self.work_event.set()
-            return protocol.encode({"ok": True, "pending": self.recall.store.pending_embeddings(),
+            return protocol.encode({"ok": True, "pending": self.recall.pending_embeddings(),
                                      "model": self.model_state})
         return protocol.encode({"ok": False, "error": f"unknown op {op!r}"})
 
@@ -146,7 +146,7 @@ class Worker:
             return self.rejected(message, exc)
         with stages.stage("prepare"):
             try:
-                router.prepare(self.recall.store, self.recall.models, payload)  # a prompt's embedding begins now
+                self.recall.prepare_event(payload)  # a prompt's embedding begins now
             except Exception as exc:  # only a head start: the handler does it again, and says what went wrong
                 self.log.warning("prepare_failed", error=f"{type(exc).__name__}: {exc}")
         with stages.stage("housekeeping"):
@@ -162,8 +162,7 @@ class Worker:
             output = self.keep_for_later(envelope, exc)
         except Exception as exc:  # e.g. disk full: the hook spools the event and tries later
             self.failed("hook_failed", f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(limit=3))
-            if isinstance(exc, getattr(self.recall.store, "DAMAGE", ())):
-                self.set_damaged_database_aside(exc)
+            self.set_damaged_database_aside(exc)
             return protocol.encode({"ok": False, "error": f"{type(exc).__name__}: {exc}"})
         self.work_event.set()
         if message.get("client_version") not in (None, __version__):
@@ -205,7 +204,7 @@ class Worker:
                 self.ingest_spool()  # a search must see every captured event
                 place = message.get("place")
                 if isinstance(place, str) and place and message.get("project"):
-                    self.recall.store.note_project_path(str(message["project"]), place)
+                    self.recall.note_project_path(str(message["project"]), place)
             hits = self.recall.search(
                 str(message.get("query", "")), limit=int(message.get("limit", 10)), project=message.get("project"),
                 shown=message.get("shown") if message.get("shown") in SHOWN else None,
@@ -217,7 +216,7 @@ class Worker:
 
     def health(self) -> dict:
         try:
-            pending, storage = self.recall.store.pending_embeddings(), "ok"
+            pending, storage = self.recall.pending_embeddings(), "ok"
         except StorageUnavailable as exc:
             pending, storage = None, str(exc)
         return {
@@ -233,9 +232,9 @@ class Worker:
         self.log.write(level, event, error=error, **fields)
 
     def set_damaged_database_aside(self, exc: Exception) -> None:
-        """The database turned out damaged while running: move it aside and exit; the hook spools
-        this event, and the next hook starts a worker on a new database that ingests the spool."""
-        moved = self.recall.store.set_damaged_aside(f"{type(exc).__name__}: {exc}")
+        """When `exc` says the database is damaged: move it aside and exit; the hook spools this event, and
+        the next hook starts a worker on a new database that ingests the spool."""
+        moved = self.recall.set_aside_if_damaged(exc)
         if moved:
             self.log.error("database_moved_aside", to=moved)
             self.stop_after_answer()
@@ -273,7 +272,7 @@ class Worker:
                 except Exception as exc:  # the next hook tries again (and reports what fails)
                     self.failed("spool_ingest_failed", f"{type(exc).__name__}: {exc}")
             try:
-                busy = self.recall.store.pending_embeddings() > 0 and self.model_state == "ready"
+                busy = self.recall.pending_embeddings() > 0 and self.model_state == "ready"
             except StorageUnavailable:
                 busy = False  # nothing to embed while the database is away
             self.sessions.any_open()

@@ -59,13 +59,13 @@ def open_home(home: Path | None, *, ingest: bool = True):
     except Exception as exc:  # unreadable data dir, newer schema …
         typer.echo(f"recall: cannot open the store in {DataPaths(home).home}: {exc}", err=True)
         raise typer.Exit(1) from None
-    if recall.store.read_only:
+    if recall.read_only:
         typer.echo(f"recall: {recall.paths.home} is read-only: searching it as it is, capturing nothing", err=True)
         return recall
     try:
         project, root = locate(os.getcwd())
         if repository_identity(root):  # a command run in a clone says where the project lives
-            recall.store.note_project_path(project, root)
+            recall.note_project_path(project, root)
         if ingest:
             recall.ingest_spool()
     except StorageUnavailable:

@@ -55,8 +55,8 @@ def forget(
         selected = recall.select(ids=wanted or None, project=scope, session_id=session,
                                  before=parse_when(before) if before else None, match=match)
         missing = sorted(set(wanted) - {m.id for m in selected})
-        others = [m for m in selected if not recall.store.is_mine(m)]  # a teammate's shared memory
-        selected = [m for m in selected if recall.store.is_mine(m)]
+        others = [m for m in selected if not recall.is_mine(m)]  # a teammate's shared memory
+        selected = [m for m in selected if recall.is_mine(m)]
         if len(selected) > 1:
             confirm_or_stop(f"Forget {memories_by_project(selected)}?", yes)
         gone = recall.forget([m.id for m in selected], also=[match] if match else [])
@@ -87,7 +87,7 @@ def purge(
     if not everything:
         raise typer.BadParameter("purge deletes every memory of every project: say so with --all")
     with open_home(home, ingest=False) as recall:
-        confirm_or_stop(f"Delete all {plural(recall.store.counts()['memories'], 'memory', 'memories')} "
+        confirm_or_stop(f"Delete all {plural(recall.memory_count(), 'memory', 'memories')} "
                         f"of every project in {recall.paths.home}?", yes)
         report = recall.purge()
     if json_output:
@@ -144,10 +144,10 @@ def share(
         if not ready:
             raise typer.Exit(1)
         if not json_output:
-            typer.echo(f"This text will be shared with everyone on {recall.store.location()}:")
+            typer.echo(f"This text will be shared with everyone on {recall.store_location()}:")
             for memory in ready:
                 typer.echo(f"  #{memory.id} ({memory.kind}, {memory.project}): {memory.text}")
-            if recall.store.backend == "sqlite":
+            if not recall.store_is_shared():
                 typer.echo("(this store is the local SQLite file: others see team memories once you share a "
                            "PostgreSQL; see the README)")
         confirm_or_stop(f"Share {plural(len(ready), 'memory', 'memories')}?", yes, declined="Nothing shared.")

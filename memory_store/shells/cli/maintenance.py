@@ -39,12 +39,12 @@ def import_command(
         with typer.progressbar(length=len(files), label="Importing transcripts", file=sys.stderr) as bar:
             report = recall.import_transcripts(paths, progress=lambda _path: bar.update(1))
         embedded = 0
-        pending = recall.store.pending_embeddings() if embed else 0
+        pending = recall.pending_embeddings() if embed else 0
         if pending:
             with typer.progressbar(length=pending, label="Embedding", file=sys.stderr) as bar:
                 embedded = recall.embed_backlog(progress=bar.update)
-            if recall.models.embedder_error:
-                typer.echo(f"embeddings skipped: {recall.models.embedder_error}", err=True)
+            if recall.embedding_error():
+                typer.echo(f"embeddings skipped: {recall.embedding_error()}", err=True)
     result = {"files": report.files, "unchanged_files": report.skipped_files, "entries": report.entries,
               "events": report.events, "new_memories": report.new_memories, "duplicates": report.duplicates,
               "embedded": embedded, "subagents": report.subagents, "not_the_users_lines": report.not_the_users,
@@ -105,17 +105,18 @@ def reindex(home: HomeOption = None, json_output: JsonOption = False):
     if worker_client.stop_worker(DataPaths(home)):
         typer.echo("the worker was stopped for the reindex (the next hook starts it again)", err=True)
     with open_home(home) as recall:
-        embedder = recall.models.embedder
-        if embedder is None:
-            typer.echo(f"cannot reindex: {recall.models.embedder_error or recall.store.vector_error}", err=True)
-            raise typer.Exit(1)
-        total = recall.store.counts()["memories"]
-        with typer.progressbar(length=total, label=f"Embedding with {embedder.name}", file=sys.stderr) as bar:
+        try:
+            model = recall.embedding_model_name()
+        except RuntimeError as exc:
+            typer.echo(f"cannot reindex: {exc}", err=True)
+            raise typer.Exit(1) from None
+        total = recall.memory_count()
+        with typer.progressbar(length=total, label=f"Embedding with {model}", file=sys.stderr) as bar:
             done = recall.reindex(progress=bar.update)
     if json_output:
-        emit_json({"embedded": done, "model": embedder.name})
+        emit_json({"embedded": done, "model": model})
     else:
-        typer.echo(f"{done} memories embedded with {embedder.name}")
+        typer.echo(f"{done} memories embedded with {model}")
 
 
 @app.command()
