@@ -23,6 +23,8 @@ class _Section(BaseModel):
 
 
 class CaptureConfig(_Section):
+    """What the hooks keep of each event, and what they skip."""
+
     skip_tools: list[str] = Field(
         default=["Glob", "Grep", "LS", "TodoWrite", "TodoRead", "ToolSearch", "ExitPlanMode", "BashOutput"],
         description="Tools whose PostToolUse events are noise for memory (listing, searching, bookkeeping).",
@@ -44,13 +46,13 @@ class CueConfig(_Section):
     question: bool = Field(True, description="A question mark or a question word at the start.")
     path: bool = Field(True, description="A file or directory reference (src/app.py, ./docs, ~/x).")
     long_prompt: bool = Field(True, description="More than `long_prompt_words` words.")
-    long_prompt_words: int = Field(10, ge=1)
+    long_prompt_words: int = Field(10, ge=1, description="How many words make a prompt long (the `long_prompt` cue).")
     temporal: bool = Field(True, description="yesterday, last week, earlier, before, previously, ago …")
 
 
 class GateConfig(_Section):
-    """The injection gate (core/gate.py): inject or stay silent, from several signals. Defaults measured on
-    the coding-recall development scenarios and LoCoMo dev (README, "Injections")."""
+    """The injection gate (core/retrieval/gate.py): inject or stay silent, from several signals. Defaults measured on
+    the coding-recall development scenarios and LoCoMo dev (docs/retrieval.md)."""
 
     mode: Literal["signals", "cues"] = Field(
         "signals", description="signals: intent + per-candidate evidence (the default); cues: the seed's rule, a cue "
@@ -58,7 +60,7 @@ class GateConfig(_Section):
     candidates: int = Field(12, ge=1, le=50, description="How many episodes of the best-ranked memories are judged.")
     thresholds: dict[str, float] = Field(
         default={"recall": 0.35, "project": 0.45, "statement": 0.6, "general": 1.0},
-        description="Evidence a candidate needs, by the prompt's intent (core/intent.py).")
+        description="Evidence a candidate needs, by the prompt's intent (core/retrieval/intent.py).")
     coverage_weight: float = Field(0.3, ge=0, description="Weight of the share of the prompt's words its episode holds.")
     agreement_weight: float = Field(
         0.1, ge=0, description="Bonus when the lexical and dense rankings both put it in their top 3.")
@@ -80,8 +82,8 @@ class GateConfig(_Section):
 
 class SearchConfig(_Section):
     """What the search surfaces show (CLI `search`, /recall:log-search, the MCP `search` tool, the viewer): hits with
-    enough evidence of being about the query, else "nothing relevant" (core/search.py `relevant`). `--all` shows
-    everything. Measured on the coding-recall development set (README, "Search")."""
+    enough evidence of being about the query, else "nothing relevant" (core/retrieval/search.py `relevant`). `--all` shows
+    everything. Measured on the coding-recall development set (docs/retrieval.md)."""
 
     floor: float = Field(0.45, ge=0, description="Evidence a hit needs to be shown: its cosine similarity to the query "
                          "plus `coverage_weight` times the share of the query's distinctive words it holds.")
@@ -91,12 +93,14 @@ class SearchConfig(_Section):
 class ContextConfig(_Section):
     """Neighbouring turns indexed with each conversational memory (for matching, never shown)."""
 
-    turns_before: int = Field(2, ge=0, le=5)
-    turns_after: int = Field(2, ge=0, le=5)
+    turns_before: int = Field(2, ge=0, le=5, description="Earlier turns of the session indexed with a memory.")
+    turns_after: int = Field(2, ge=0, le=5, description="Later turns of the session indexed with a memory.")
     max_turn_chars: int = Field(400, ge=50, description="Each neighbouring turn is cut to this length.")
 
 
 class TierConfig(_Section):
+    """The hot tier (the last interactions, offered at SessionStart) and the warm tier (searched per prompt)."""
+
     hot_size: int = Field(5, ge=0, description="Interactions kept in the hot deque.")
     hot_window_hours: float = Field(24, gt=0, description="The hot tier forgets interactions older than this.")
     warm_window_days: float = Field(
@@ -109,6 +113,8 @@ class TierConfig(_Section):
 
 
 class InjectConfig(_Section):
+    """How much recall adds to Claude's context, and where."""
+
     budget_chars: int = Field(
         1500, ge=500, le=8000,
         description="Characters of recalled context per injection (room for the header and at least one memory; "
@@ -123,8 +129,10 @@ class InjectConfig(_Section):
 
 
 class RankingConfig(_Section):
+    """How candidates are scored: lexical and dense fusion, recency, RFM priority, strength, trust, time."""
+
     fusion: Literal["weighted", "rrf", "fts", "dense"] = Field(
-        "weighted", description="How lexical and dense candidates are combined (measured: see README)."
+        "weighted", description="How lexical and dense candidates are combined (measured: docs/retrieval.md)."
     )
     rrf_k: int = Field(60, ge=1, description="Reciprocal rank fusion constant.")
     lexical_weight: float = Field(0.7, ge=0, description="Weight of FTS5 BM25 in the weighted fusion.")
@@ -148,22 +156,22 @@ class RankingConfig(_Section):
     recency_weight: float = Field(0.05, ge=0, description="How much exp(-age/decay) adds to a score.")
     pin_weight: float = Field(0.02, ge=0, description="Added to a pinned memory's score: first among equals.")
     strength_weight: float = Field(
-        0.02, ge=0, description="How much a memory's strength (the forgetting curve, core/strength.py) adds to its "
-        "score.")
+        0.02, ge=0, description="How much a memory's strength (the forgetting curve, core/retrieval/strength.py) adds "
+        "to its score.")
     trust_weight: float = Field(
         0.03, ge=0, description="How much a memory's trust (core/trust.py: the user's words 1.0 ... raw tool output "
         "0.4) adds to its score.")
-    recency_decay_days: float = Field(30, gt=0)
+    recency_decay_days: float = Field(30, gt=0, description="The decay constant of the recency term exp(-age/decay).")
     priority_weight: float = Field(0.05, ge=0, description="How much the RFM priority adds to a score.")
-    rfm_recency: float = Field(0.3, ge=0)
-    rfm_frequency: float = Field(0.2, ge=0)
-    rfm_importance: float = Field(0.5, ge=0)
-    rfm_half_life_days: float = Field(14, gt=0)
+    rfm_recency: float = Field(0.3, ge=0, description="Share of recency (R) in the RFM priority.")
+    rfm_frequency: float = Field(0.2, ge=0, description="Share of frequency (F: uses and sightings) in the RFM priority.")
+    rfm_importance: float = Field(0.5, ge=0, description="Share of importance (I: guessed at capture) in the RFM priority.")
+    rfm_half_life_days: float = Field(14, gt=0, description="Half-life of R since the memory was last seen or used.")
     temporal_bucket_weights: dict[str, float] = Field(
         default={"hour": 1.0, "day": 0.8, "week": 0.5, "month": 0.3, "older": 0.1},
         description="Boost by age bucket for queries that ask about time without naming one.",
     )
-    temporal_weight: float = Field(0.1, ge=0)
+    temporal_weight: float = Field(0.1, ge=0, description="How much the age bucket adds for a query about time.")
     date_weight: float = Field(
         0.3, ge=0, description="Boost for memories inside the time a query names ('in July 2022', 'yesterday')."
     )
@@ -179,7 +187,7 @@ class RankingConfig(_Section):
 
 
 class StrengthConfig(_Section):
-    """The forgetting curve (core/strength.py)."""
+    """The forgetting curve (core/retrieval/strength.py)."""
 
     half_life_days: dict[str, float] = Field(
         default={"note": 180.0, "prompt": 60.0, "exchange": 45.0, "error": 30.0, "tool": 10.0, "default": 30.0},
@@ -192,6 +200,8 @@ class StrengthConfig(_Section):
 
 
 class EmbeddingConfig(_Section):
+    """The embedding model and how it is run (the worker keeps it loaded)."""
+
     model: str = Field(
         "recall/all-MiniLM-L6-v2-int8",
         description="fastembed model name. The default ships with recall (offline); others may download.",
@@ -206,8 +216,9 @@ class EmbeddingConfig(_Section):
         "process (16 texts of 1,000 characters left the worker at 850 MB, 4 of them at 400 MB, at the same speed).")
     max_chars: int = Field(1000, ge=50, description="Text beyond this is not embedded (the model sees 256 tokens).")
     int8: bool = Field(
-        True, description="Run the shipped model's weight products in int8 (core/minilm.py): a query in half the time, "
-        "a third of the memory, vectors within a cosine of 0.995 of the published graph's (off: that graph as is).")
+        True, description="Run the shipped model's weight products in int8 (core/embedding/minilm.py): a query in half "
+        "the time, a third of the memory, vectors within a cosine of 0.995 of the published graph's (off: that graph "
+        "as is).")
 
 
 class RerankConfig(_Section):
@@ -223,6 +234,8 @@ class RerankConfig(_Section):
 
 
 class WorkerConfig(_Section):
+    """The background worker that holds the store and the model between hooks."""
+
     idle_timeout_minutes: float = Field(
         30, gt=0, description="The worker exits this long after the last request and the last Claude Code session it "
                               "served ended (never while one is open).")
@@ -256,6 +269,8 @@ class StorageConfig(_Section):
 
 
 class Config(_Section):
+    """recall's settings: the defaults, overridden by config.json in the data dir (docs/configuration.md)."""
+
     _problems: list = PrivateAttr(default_factory=list)  # what load_config could not use (config_problems)
     capture: CaptureConfig = CaptureConfig()
     cues: CueConfig = CueConfig()

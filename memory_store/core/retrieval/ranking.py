@@ -8,7 +8,7 @@ score = fusion(lexical, dense)
 R = exp(-ln2 · t / half_life) with t the time since the memory was last seen or used,
 F = log(n+1) / log(N+1) with n its uses and sightings and N the largest n among the
 candidates, I its importance (0–1, from capture heuristics). The weights live in
-config.RankingConfig; the README explains how the defaults were measured.
+config.RankingConfig; docs/retrieval.md explains how the defaults were measured.
 """
 
 from __future__ import annotations
