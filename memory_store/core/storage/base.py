@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from typing import Any, Literal
 
 from ..records import Hit, Memory, to_datetime
 
@@ -66,7 +67,7 @@ def _memory_from_fields(**fields) -> Memory:
 
 def _fast_path_agrees() -> bool:
     """Does this pydantic build a Memory as _memory_from_fields does? (Otherwise model_construct is used.)"""
-    fields = dict(id=1, text="t", created_at=to_datetime(0.0), session_id="s", project="p", kind="prompt",
+    fields: dict[str, Any] = dict(id=1, text="t", created_at=to_datetime(0.0), session_id="s", project="p", kind="prompt",
                   importance=0.5, seen_count=1, access_count=0, superseded_by=None, meta={"k": 1}, pinned=False,
                   agent="", trust=1.0, owner="", visibility="private")
     try:
@@ -102,7 +103,7 @@ class Row:
     agent: str = ""
     trust: float = 1.0
     owner: str = ""
-    visibility: str = "private"
+    visibility: Literal["private", "team"] = "private"
 
     def memory(self) -> Memory:
         # A stored row is valid already: not validated again (a gate builds ~120 of these a prompt).

@@ -221,6 +221,16 @@ class StoreContract(ABC):
     def set_damaged_aside(self, error: str) -> str | None:
         """Move a damaged database out of the way (a new one starts); returns where it went, or None."""
 
+    # --- what one shared concern offers another (upkeep.py, ram.py) --------------------------------
+
+    @abstractmethod
+    def _rebuild_context(self, session_id: str, project: str) -> None:
+        """The session's context columns written again (after a turn's text changed or left)."""
+
+    @abstractmethod
+    def _has_global(self) -> bool:
+        """Are there global memories (searched with every project's)?"""
+
     # --- what forgetting and moving change besides the rows (upkeep.py, places.py) -----------------
 
     @abstractmethod

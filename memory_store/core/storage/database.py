@@ -99,6 +99,13 @@ class Database:
             row = self._execute(sql, args).fetchone()
         return tuple(row) if row is not None else None
 
+    def row(self, sql: str, args=()) -> tuple:
+        """The row a statement always returns (an aggregate, a PRAGMA, EXISTS ...)."""
+        found = self.one(sql, args)
+        if found is None:
+            raise LookupError(f"no row from {sql[:60]!r}")
+        return found
+
     def value(self, sql: str, args=(), default=None):
         row = self.one(sql, args)
         return default if row is None or row[0] is None else row[0]

@@ -34,7 +34,7 @@ class Memories(StoreContract):
     def _record_one(self, event_id: str, draft: MemoryDraft | None, received_at: float) -> Recorded:
         db = self.db
         # One round trip for both ledgers (a server is a round trip away): seen before? forgotten?
-        seen, memory_id, forgotten = db.one(
+        seen, memory_id, forgotten = db.row(
             "SELECT EXISTS (SELECT 1 FROM events WHERE event_id = ?), (SELECT memory_id FROM events WHERE event_id = ?), "
             "EXISTS (SELECT 1 FROM forgotten WHERE event_id = ?)", (event_id, event_id, event_id))
         if seen:
@@ -209,13 +209,13 @@ class Memories(StoreContract):
         decided by meaning (turns.py)."""
         cache = self._request_cache("conversation")
         found: dict[int, list[Memory]] = {}
-        wanted: dict[int, Memory] = {}
+        unread: dict[int, Memory] = {}
         for memory in memories:
             if cache is not None and (memory.id, before, after, span) in cache:
                 found[memory.id] = cache[(memory.id, before, after, span)]
             else:
-                wanted.setdefault(memory.id, memory)
-        wanted = list(wanted.values())
+                unread.setdefault(memory.id, memory)
+        wanted = list(unread.values())
         if not wanted:
             return found
         rows = [((r[0], r[1], r[2]), Row(*r[3:])) for r in self._conversation_rows(wanted, before, after, span)]

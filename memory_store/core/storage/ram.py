@@ -103,8 +103,11 @@ class RamVectors(StoreContract):
 
     def keep_recent_vectors(self, recent: RecentVectors) -> None:
         """Search through `recent` (shared with another store of this process)."""
+        feed = self._vector_feed()
+        if feed is None:
+            return  # no vectors here
         with self.db.lock:
-            recent.sync(self._vector_feed(), force=True)
+            recent.sync(feed, force=True)
         self.recent_vectors = recent
 
     def sync_recent_vectors(self) -> None:
@@ -116,10 +119,11 @@ class RamVectors(StoreContract):
 
     def _synced_recent_vectors(self) -> RecentVectors | None:
         recent = self.recent_vectors
-        if recent is None or not recent.loaded:
+        feed = self._vector_feed()
+        if recent is None or not recent.loaded or feed is None:
             return None
         try:
-            recent.sync(self._vector_feed())
+            recent.sync(feed)
         except self._stale_feed_errors():  # the vector table is being rebuilt
             return None
         return recent

@@ -10,6 +10,15 @@ import typer
 
 from .app import BenchDatabaseOption, JsonOption, bench_app, emit_json
 
+RecordOption = Annotated[bool, typer.Option("--record", help="Also write the report into docs/benchmarks.md, under "
+                                                           "this version's heading.")]
+
+
+def _record(bench: str, report: str) -> None:
+    from ...devtools.bench.record import record
+
+    typer.echo(f"recorded in {record(bench, report)}", err=True)
+
 
 @bench_app.command("locomo")
 def bench_locomo(
@@ -26,6 +35,7 @@ def bench_locomo(
                                                         "of the SQLite file (an administrator's URL: the bench creates "
                                                         "and drops a database of its own).")] = None,
     json_output: JsonOption = False,
+    record: RecordOption = False,
 ):
     """Retrieval quality on LoCoMo: recall@5, recall@10 and MRR per method and question category."""
     from pydantic import ValidationError
@@ -55,6 +65,8 @@ def bench_locomo(
         emit_json(report)
     else:
         typer.echo(format_report(report))
+    if record:
+        _record("locomo", format_report(report))
 
 
 @bench_app.command("latency")
@@ -65,6 +77,7 @@ def bench_latency(
                                                      "entries with embeddings (0: skip).")] = 10_000,
     database_url: BenchDatabaseOption = None,
     json_output: JsonOption = False,
+    record: RecordOption = False,
 ):
     """Wall time per hook event as Claude Code runs them (a fresh process per call) beside bare Python."""
     from ...devtools.bench.latency import format_latency, run_latency
@@ -82,6 +95,8 @@ def bench_latency(
         emit_json(report)
     else:
         typer.echo(format_latency(report))
+    if record:
+        _record("latency", format_latency(report))
 
 
 @bench_app.command("size")
@@ -90,6 +105,7 @@ def bench_size(
     seconds: Annotated[int, typer.Option(min=60, help="Time limit: sizes that would not fit are skipped.")] = 1800,
     database_url: BenchDatabaseOption = None,
     json_output: JsonOption = False,
+    record: RecordOption = False,
 ):
     """Database bytes per memory and search time as the store grows (time-limited)."""
     from ...devtools.bench.size import format_size, run_size
@@ -103,12 +119,15 @@ def bench_size(
         emit_json(report)
     else:
         typer.echo(format_size(report))
+    if record:
+        _record("size", format_size(report))
 
 
 @bench_app.command("soak")
 def bench_soak(
     hooks: Annotated[int, typer.Option(min=100, help="How many hook events to send.")] = 10_000,
     json_output: JsonOption = False,
+    record: RecordOption = False,
 ):
     """The worker's memory over many hooks (it should stay flat)."""
     from ...devtools.bench.soak import format_soak, run_soak
@@ -118,4 +137,6 @@ def bench_soak(
         emit_json(report)
     else:
         typer.echo(format_soak(report))
+    if record:
+        _record("soak", format_soak(report))
 

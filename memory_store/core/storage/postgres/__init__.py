@@ -75,11 +75,6 @@ class PostgresStore(PgSearch, PgEmbeddings, PgHealth, Store):
         self.owner = conn.execute("SELECT current_user").fetchone()[0]
         self.team_model, self.team_dim = settings.get("embedding_model"), int(settings.get("embedding_dim", 0))
 
-    def team(self) -> tuple[str | None, int | None]:
-        """(model, dimension) of the team's vectors, fixed by `recall team init` (connects if need be)."""
-        _ = self.db.conn
-        return self.team_model, self.team_dim
-
     def connect(self) -> PostgresStore:
         """Connect now (instead of on first use); raises StorageUnavailable with the reason."""
         _ = self.db.conn

@@ -9,10 +9,10 @@ its own role's memories (it may change no others).
 from __future__ import annotations
 
 from ..base import marks
-from ..contract import StoreContract
+from .state import PgState
 
 
-class PgEmbeddings(StoreContract):
+class PgEmbeddings(PgState):
     def vectors_ready(self) -> bool:
         return True  # pgvector is part of the schema
 

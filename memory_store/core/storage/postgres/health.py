@@ -7,11 +7,11 @@ vacuums them (autovacuum), and the server's WAL and backups are its administrato
 from __future__ import annotations
 
 from ..base import marks
-from ..contract import StoreContract
 from . import schema
+from .state import PgState
 
 
-class PgHealth(StoreContract):
+class PgHealth(PgState):
     def _forget_derived(self, ids: list[int]) -> None:
         pass  # vectors and words live in the memory's own row
 

@@ -19,7 +19,7 @@ import time
 
 from ....shared.projects import GLOBAL_PROJECT
 from ..base import CONVERSATION_KINDS, MEMORY_COLUMNS, marks
-from ..contract import StoreContract
+from .state import PgState
 
 K1, B = 1.2, 0.75  # BM25's constants, FTS5's values
 MATCH_BUDGET = 2_000  # matches scored per query at most: beyond, the newest (see lexical_candidates)
@@ -67,7 +67,7 @@ def from_vector_send(raw) -> bytes:
     return np.frombuffer(bytes(raw)[4:], dtype=">f4").astype(np.float32).tobytes()
 
 
-class PgSearch(StoreContract):
+class PgSearch(PgState):
     # --- turns --------------------------------------------------------------------------------------
 
     def _conversation_rows(self, memories: list, before: int, after: int, span: float) -> list[tuple]:
@@ -120,7 +120,7 @@ class PgSearch(StoreContract):
             return cached[1]
         estimate = self.db.value("SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass", default=-1)
         if estimate is None or estimate < 50_000:
-            total, mean = self.db.one("SELECT count(*), avg(doc_len) FROM memories")
+            total, mean = self.db.row("SELECT count(*), avg(doc_len) FROM memories")
         else:
             percent = min(100.0, 100.0 * 5_000 / estimate)
             total = estimate
@@ -170,7 +170,7 @@ class PgSearch(StoreContract):
             by_term = telling
         match = " | ".join(phrase(by_term[t]) for t in terms if t in by_term)
         needed = [phrase(by_term[t]) for t in (required or []) if t in by_term]
-        if needed and set(required) < set(terms):
+        if needed and set(required or ()) < set(terms):
             match = f"({' | '.join(needed)}) & ({match})"
         lexemes = sorted({lexeme for found in by_term.values() for lexeme, _ in found
                           if idf[lexeme] > 1e-6 or not telling})

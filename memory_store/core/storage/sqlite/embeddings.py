@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ..base import marks
-from ..contract import StoreContract
+from .state import SqliteState
 
 
-class SqliteEmbeddings(StoreContract):
+class SqliteEmbeddings(SqliteState):
     def model_mismatch(self, embedder) -> str | None:
         return None  # a file re-embeds for any model (reindex); only a team's database fixes one
 
@@ -49,7 +49,7 @@ class SqliteEmbeddings(StoreContract):
     def reset_vector_index(self, model: str, dim: int) -> None:
         """Drop every vector and queue every memory for embedding with `model`."""
         with self.db.write():
-            self.vectors.create(model, dim)
+            self._vector_index().create(model, dim)
 
     def embedding_batch(self, size: int) -> list[tuple[int, str, float, str]]:
         """The next queued memories to embed: (id, project, created_at, text). Superseded memories are
@@ -70,7 +70,7 @@ class SqliteEmbeddings(StoreContract):
             still_there = {r[0] for r in self.db.all(f"SELECT id FROM memories WHERE id IN ({marks(ids)})", ids)} \
                 if ids else set()
             added = [r for r in rows if r[0] in still_there]
-            self.vectors.add(added)
+            self._vector_index().add(added)
             self.db.many("DELETE FROM embed_queue WHERE memory_id = ?", [(i,) for i in done_ids])
             if supersede is not None:
                 supersede(added)

@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..base import marks
-from ..contract import StoreContract
 from . import schema
+from .state import SqliteState
 
 
-class SqliteHealth(StoreContract):
+class SqliteHealth(SqliteState):
     # --- forgetting for good (storage/upkeep.py calls these) ---------------------------------------
 
     def _forget_derived(self, ids: list[int]) -> None:
@@ -21,10 +21,12 @@ class SqliteHealth(StoreContract):
         """The vector table is partitioned by project: vectors follow their memories (storage/places.py)."""
         if not (self.vectors and self.vectors.exists()):
             return
-        rows = [(memory_id, project, created_at, self.vectors.get(memory_id))
+        vectors = self.vectors
+        rows = [(memory_id, project, created_at, vector)
                 for memory_id, created_at in self.db.all(f"SELECT id, created_at FROM memories WHERE id IN "
-                                                         f"({marks(ids)})", ids)]
-        self.vectors.add([row for row in rows if row[3] is not None])
+                                                         f"({marks(ids)})", ids)
+                if (vector := vectors.get(memory_id)) is not None]
+        vectors.add(rows)
 
     def _delete_receipts_of(self, ids: list[int]) -> None:
         """Receipts of injections that held a forgotten memory, or answered a forgotten prompt."""
@@ -45,7 +47,7 @@ class SqliteHealth(StoreContract):
     def checkpoint(self) -> bool:
         """Copy the WAL into the database and truncate it; False when a reader kept it from finishing
         (another process in the middle of a read: the WAL is then truncated on a later checkpoint)."""
-        busy, _log, _copied = self.db.one("PRAGMA wal_checkpoint(TRUNCATE)")
+        busy, _log, _copied = self.db.row("PRAGMA wal_checkpoint(TRUNCATE)")
         return busy == 0
 
     # --- health (recall doctor) -------------------------------------------------------------------
@@ -100,7 +102,7 @@ class SqliteHealth(StoreContract):
             self.db.run("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
             done.append("rebuilt the full-text index")
             if consistency is not None:
-                self.vectors.delete(consistency["orphans"])
+                self._vector_index().delete(consistency["orphans"])
                 self.db.many("INSERT INTO embed_queue(memory_id) VALUES (?) ON CONFLICT DO NOTHING",
                              [(i,) for i in consistency["unembedded"]])
                 done.append(f"removed {len(consistency['orphans'])} orphaned vectors, queued "

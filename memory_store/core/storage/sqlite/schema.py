@@ -289,7 +289,7 @@ def local_user() -> str:
 
 
 def schema_version(conn: apsw.Connection) -> int:
-    return conn.execute("PRAGMA user_version").fetchone()[0]
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])  # type: ignore[index]  # a PRAGMA always answers
 
 
 def migrate(conn: apsw.Connection) -> int:

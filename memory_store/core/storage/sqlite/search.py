@@ -7,9 +7,9 @@ import apsw
 
 from ....shared.projects import GLOBAL_PROJECT
 from ..base import CONVERSATION_KINDS, MEMORY_COLUMNS, marks
-from ..contract import StoreContract
 from ..term_frequency import MIN_MEMORIES
 from .schema import FTS_TOKENIZE
+from .state import SqliteState
 
 
 def fts_phrase(term: str) -> str:
@@ -36,7 +36,7 @@ FIRST_ID_BUCKET = 3600.0  # seconds: a time window's first id is looked up once 
 FIRST_IDS_KEPT = 64
 
 
-class SqliteSearch(StoreContract):
+class SqliteSearch(SqliteState):
     _vocabulary = None  # the text index's tokenizer, once a word is counted (_vocabulary_of_index)
     # --- words ----------------------------------------------------------------------------------
 
@@ -235,16 +235,16 @@ class SqliteSearch(StoreContract):
         found = []
         with self.db.lock:
             for vector in vectors:
-                nearest = self.vectors.nearest(vector, n, project, since, until)
+                nearest = self._vector_index().nearest(vector, n, project, since, until)
                 if project is not None and project != GLOBAL_PROJECT and self._has_global():
-                    nearest.update(self.vectors.nearest(vector, n, GLOBAL_PROJECT, None, None))
+                    nearest.update(self._vector_index().nearest(vector, n, GLOBAL_PROJECT, None, None))
                 found.append(nearest)
         return found
 
     def _index_vectors(self, ids: list[int]) -> dict[int, bytes]:
         if not self.vectors:
             return {}
-        found = {}
+        found: dict[int, bytes] = {}
         with self.db.lock:
             for memory_id in ids:
                 try:
@@ -258,4 +258,4 @@ class SqliteSearch(StoreContract):
     def similar_earlier(self, vector: bytes, n: int, project: str, since: float, until: float) -> dict[int, float]:
         """The n nearest stored vectors of a project created in [since, until], read from the index itself
         (also vectors this transaction just wrote): near-duplicate supersession (core/jobs.py)."""
-        return self.vectors.nearest(vector, n, project, since, until)
+        return self._vector_index().nearest(vector, n, project, since, until)
