@@ -86,3 +86,17 @@ def test_the_readme_is_a_users_page():
 def test_the_changelog_names_the_current_version():
     changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     assert f"## [{__version__}]" in changelog
+
+
+def test_a_recorded_benchmark_replaces_its_earlier_report_under_the_version(tmp_path):
+    from memory_store.devtools.bench.record import record
+
+    page = tmp_path / "benchmarks.md"
+    page.write_text("# Benchmarks\n\nintro\n\n## 0.1.0\n\nold figures\n")
+    record("latency", "UserPromptSubmit p50 2.50x", page, version="0.2.0")
+    record("soak", "growth 1.8 MB", page, version="0.2.0")
+    record("latency", "UserPromptSubmit p50 2.40x", page, version="0.2.0")
+    text = page.read_text()
+    assert text.index("## 0.2.0") < text.index("## 0.1.0") and "old figures" in text and "intro" in text
+    assert "2.40x" in text and "2.50x" not in text and "growth 1.8 MB" in text
+    assert text.count("### latency") == 1 and text.count("## 0.2.0") == 1
