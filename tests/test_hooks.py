@@ -305,3 +305,18 @@ def test_the_fast_paths_log_line_rotates_and_a_data_dir_open_to_others_is_closed
     client.fast_log(str(home), "Stop", "worker", 2.5)
     client.fast_log(str(home), "Stop", "worker", 3.5)  # past 200 bytes: rotated
     assert (home / "logs" / "recall.log.1").exists() and len(log.read_text().splitlines()) <= 1
+
+
+def test_a_huge_paste_keeps_its_question_and_is_found_by_it(hooks, home, project):
+    """A 389 KB pasted log whose question is on its last line: the payload's size bound once cut the tail before
+    capture's head-and-tail trim ran, so the question was stored as nothing and never found."""
+    log = "\n".join(f"2026-11-27T10:{i % 60:02d}:00 INFO worker {i} processed batch {i * 7} in {i % 90} ms"
+                    for i in range(5_800))
+    assert len(log) > 380_000
+    prompt = log + "\nWhy does the import fail with ERR_LEDGER_LOCKED after the batch above?"
+    send = session(hooks, project)
+    assert send("UserPromptSubmit", prompt=prompt, prompt_id="paste").returncode == 0
+    wait_until_embedded(home)
+    hits = stored(home).search("ERR_LEDGER_LOCKED", project=str(project))
+    assert hits and "ERR_LEDGER_LOCKED" in hits[0].text
+    assert hits[0].text.startswith("2026-11-27T10:00:00 INFO")  # and its head

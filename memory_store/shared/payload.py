@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 
-from .text import cap
+from .text import cap_middle
 
-MAX_STRING_CHARS = 64_000  # longer strings are cut before storage or spooling (capture keeps far less)
+# Longer strings are cut before storage or spooling (capture keeps far less). The cut keeps the head and the tail:
+# a pasted log asks its question on its last line, a command prints its error at the end.
+MAX_STRING_CHARS = 64_000
 MAX_LIST_ITEMS = 1_000
 MAX_DEPTH = 40
 
@@ -39,7 +41,7 @@ def pretrim(value, depth: int = 0):
     """Bound a payload's size: long strings cut, long lists shortened, deep nesting flattened."""
     if isinstance(value, str):
         value = value.replace("\x00", "")
-        return cap(value, MAX_STRING_CHARS, "…[cut]")
+        return cap_middle(value, MAX_STRING_CHARS, " …[cut]… ")
     if depth >= MAX_DEPTH:
         return "…[nested too deep]"
     if isinstance(value, dict):

@@ -34,19 +34,19 @@ def cap_readable(text: str, limit: int, marker: str = ELLIPSIS) -> str:
     return head.rstrip(" ,;:—–-") + marker
 
 
-def cap_middle(text: str, limit: int) -> str:
+def cap_middle(text: str, limit: int, marker: str = " … ") -> str:
     """Keep the head and the tail (where commands print their errors and summaries, and where a long prompt
     asks its question), cut between words."""
     if len(text) <= limit:
         return text
     head = limit // 3
-    tail = limit - head - 3
+    tail = limit - head - len(marker)
     start, end = text[:head], text[-tail:]
     if " " in start.strip() and not text[head:head + 1].isspace():
         start = start[: start.rstrip().rfind(" ")]  # not in the middle of a word
     if " " in end.strip() and not text[-tail - 1:-tail].isspace():
         end = end[end.find(" ") + 1:]
-    return start.rstrip() + " … " + end.lstrip()
+    return start.rstrip() + marker + end.lstrip()
 
 
 def one_line(text: str, limit: int) -> str:
