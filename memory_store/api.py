@@ -27,7 +27,7 @@ from .core.diagnostics.stats import hook_latency
 from .core.embedding.embed import Embedder, Models
 from .core.records import Hit, Memory
 from .core.retrieval import code_paths, gate
-from .core.retrieval.search import Shown, current_only, relevant
+from .core.retrieval.search import Shown, current_only, shown_hits
 from .core.retrieval.search import search as run_search
 from .core.storage import Store, open_store
 from .shared import worker_client
@@ -40,7 +40,6 @@ from .shared.redact import secret_kinds
 if TYPE_CHECKING:
     from .core.storage.recent_vectors import RecentVectors  # numpy: loaded where the worker uses it
 
-RELEVANT_DEPTH = 10  # hits ranked before the relevance floor, at least
 
 
 class Recall:
@@ -162,10 +161,8 @@ class Recall:
         as they stand now (an old value a newer hit changed left out, and one whose file a newer memory names
         elsewhere); "all", every hit. Either way a hit whose value a newer memory changed says so first
         (core.search.current_only), and a file it names that is gone says so (core.code_paths)."""
-        if shown == "relevant":  # ranked deeper than asked: what the floor or a newer value leaves out makes room
-            hits = run_search(self.store, self.models, query, max(limit * 2, RELEVANT_DEPTH), project, **options)
-            hits = current_only(self.store, relevant(hits, query, self.config.search, self.models.embedder))
-            return code_paths.checked_hits(self.store, hits)[:limit]
+        if shown == "relevant":
+            return shown_hits(self.store, self.models, query, limit, project, **options)
         hits = run_search(self.store, self.models, query, limit, project, **options)
         if shown == "all":
             return code_paths.checked_hits(self.store, current_only(self.store, hits, drop=False), drop=False)

@@ -320,3 +320,23 @@ def test_a_huge_paste_keeps_its_question_and_is_found_by_it(hooks, home, project
     hits = stored(home).search("ERR_LEDGER_LOCKED", project=str(project))
     assert hits and "ERR_LEDGER_LOCKED" in hits[0].text
     assert hits[0].text.startswith("2026-11-27T10:00:00 INFO")  # and its head
+
+
+def test_log_search_words_are_searched_and_never_reach_a_shell(hooks, home, project, tmp_path):
+    """/recall:log-search once pasted $ARGUMENTS into a shell command: backticks broke it, $(...) ran (after
+    approval), double quotes vanished. Now the command's file runs nothing and the prompt hook searches the words
+    exactly as typed (Claude Code hands it the raw prompt)."""
+    first_session(hooks, project)
+    wait_until_embedded(home)
+    trap = tmp_path / "ran"
+    words = f'staging "canary" flag $(touch {trap}) `touch {trap}` ; echo it\'s'
+    send = session(hooks, project)
+    context = send("UserPromptSubmit", prompt=f"/recall:log-search {words}", prompt_id="ls1").context
+    assert "--canary" in context and repr(words) in context  # found, and the words shown as they were typed
+    assert context.startswith("<recall-memory>") and context.rstrip().endswith("</recall-memory>")
+    assert not trap.exists()
+    command = (ROOT / "commands" / "log-search.md").read_text()
+    assert "!`" not in command  # the file runs no shell line, so $ARGUMENTS reaches none
+    nothing = send("UserPromptSubmit", prompt="/recall:log-search qzxv unrelated plover", prompt_id="ls2").context
+    assert "Nothing relevant found for 'qzxv unrelated plover'" in nothing
+    assert not [m for m in stored(home).search("plover", project=str(project)) if "plover" in m.text]  # not kept

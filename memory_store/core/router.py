@@ -36,7 +36,7 @@ from .capture.transcript_reader import last_turn, tool_memory
 from .diagnostics import alerts
 from .injection import compaction, inject, tiers
 from .records import MemoryDraft
-from .retrieval import gate
+from .retrieval import gate, search
 from .stages import stage
 from .storage import Store
 from .trust import agent_name
@@ -72,7 +72,8 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
         if said.kind != user_words.USER:  # Claude Code's words in the user's place (a task notification, a command)
             store.record(ctx.event_id, None, ctx.at)
             return {}
-        answers = ctx.respond and not capture.is_recall_command(event.prompt)
+        command = capture.recall_command(event.prompt)
+        answers = ctx.respond and command is None
         if answers:  # the prompt's embedding runs while it is redacted and stored (the worker began it: `prepare`)
             gate.prepare(store, ctx.models, said.words)
         draft = capture.prompt_memory(said.words, store.config.capture, ctx.project, event.session_id, ctx.at, meta)
@@ -81,6 +82,8 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
             remember_if_standing(store, ctx, draft.text)
         if draft is None and event.prompt_id:  # a recall command or a private prompt: its answer is not kept either
             store.record(skipped_turn_id(event.session_id, event.prompt_id), None, ctx.at)
+    if command is not None and command[0] == capture.LOG_SEARCH and ctx.respond:
+        return log_search(ctx, command[1])
     if not answers:
         return {}
     brief = moved_in_brief(store, event.session_id, ctx.project, ctx.at)
@@ -97,6 +100,22 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
         event.session_id, ctx.project, "UserPromptSubmit", ctx.at, sorted(set().union(*shown)) if shown else [],
         recorded.memory_id, [(c.memory.id, c.why) for c in decision.taken if c.memory.id in ids]))
     return inject.hook_output("UserPromptSubmit", text)
+
+
+def log_search(ctx: Context, query: str) -> dict:
+    """`/recall:log-search QUERY`: the index of what the search surfaces show for QUERY in this project, added to
+    the command's prompt. The words come from the prompt as typed: each character is searched, none reaches a
+    shell (the command's file runs nothing)."""
+    if not query:
+        text = inject.fence("No query given: `/recall:log-search WORDS` searches this project's memories.")
+    else:
+        with stage("search"):
+            hits = search.shown_hits(ctx.store, ctx.models, query, LOG_SEARCH_LIMIT, ctx.project)
+        text = inject.search_index(hits, query, ctx.at)
+    return inject.hook_output("UserPromptSubmit", text)
+
+
+LOG_SEARCH_LIMIT = 10
 
 
 def prepare(store: Store, models, payload: dict) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -71,12 +70,11 @@ def run_demo(keep: bool = False, echo=None) -> dict:
             say(f"  #{memory.id:<3} {memory.kind:<8} {' '.join(memory.text.split())[:110]}{flag}")
         say("")
         query = script["log_search"]
-        say(f"== /recall:log-search {query}")
-        search = subprocess.run(
-            [str(root / "bin" / "recall"), "search", "--home", str(home), "--project", str(project), "--index", query],
-            capture_output=True, text=True, env=env, timeout=120,
-        )
-        say(search.stdout.rstrip() or search.stderr.rstrip())
+        say(f"== /recall:log-search {query}  (Claude Code hands the prompt hook the raw text: it searches)")
+        search = runner.run("UserPromptSubmit", {
+            "hook_event_name": "UserPromptSubmit", "session_id": "demo-log-search", "cwd": str(project),
+            "transcript_path": str(tmp / "demo-log-search.jsonl"), "prompt": f"/recall:log-search {query}"})
+        say("\n".join("      │ " + line for line in search.context.splitlines()))
         say("")
         expect = script["expect"]
         raw = b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file() and not p.name.endswith(".sock")
@@ -86,7 +84,7 @@ def run_demo(keep: bool = False, echo=None) -> dict:
                                               if key.startswith("session 2")),
             "secret redacted everywhere": expect["secret"].encode() not in raw,
             "private text never stored": expect["private"].encode() not in raw,
-            "log-search finds it": expect["found"] in search.stdout,
+            "log-search finds it": expect["found"] in search.context,
             "hooks exit 0, stdout clean": all(h["exit"] == 0 and h["stdout_is_json_or_empty"] for h in result["hooks"]),
         }
         say("== checks")

@@ -46,7 +46,7 @@ def main(argv: list[str]) -> int:
     plugin_data = option_value(argv, "--plugin-data")
     if plugin_data and not os.environ.get("CLAUDE_PLUGIN_DATA"):
         os.environ["CLAUDE_PLUGIN_DATA"] = plugin_data
-    # A search the running worker answers needs no Python with recall's dependencies: /recall:log-search
+    # A search the running worker answers needs no Python with recall's dependencies: `recall search`
     # is answered here, before the ~60 ms probe for one and the full CLI's imports.
     from memory_store.hook.quick_search import answer
 

@@ -149,21 +149,27 @@ def test_second_session_gets_the_fact_in_recall_context(installed, session_one):
 
 
 def test_log_search_command_expands_to_the_stored_memory(installed, session_one):
+    """The words go to the search as typed, through the prompt hook: no shell sees them (backticks once broke the
+    command, $(...) asked for approval, double quotes vanished). Claude Code 2.1.330 puts the hook's context in a
+    system message after the command's text."""
+    words = 'staging "canary" flag $(touch ran) `touch ran`'
     # The stored memory contains the PLEASE_RUN_TOOL line of session 1: answer with plain text only.
     with MockAnthropic(script=lambda body: Text(DEFAULT_TEXT)) as mock:
-        _, debug = installed.session(mock, "/recall:log-search canary", "log-search")
+        _, debug = installed.session(mock, f"/recall:log-search {words}", "log-search")
         requests = mock.main_requests
     assert requests, "claude sent no request to the mock"
     assert_hooks_clean(debug, ("UserPromptSubmit",))
-    expanded = [
+    texts = [
         block.get("text", "")
-        for r in requests for m in r.get("messages", []) if m.get("role") == "user" and isinstance(m.get("content"), list)
+        for r in requests for m in r.get("messages", []) if isinstance(m.get("content"), list)
         for block in m["content"] if block.get("type") == "text"
     ]
-    joined = "\n".join(expanded)
+    joined = "\n".join(texts)
     assert "/recall:log-search" in joined, "the command was not expanded"
     assert "no Python with recall's dependencies" not in joined
-    assert FACT in joined, f"the expanded command does not show the stored memory:\n{joined[-3000:]}"
+    found = [b for b in MEMORY_BLOCK_RE.findall(joined) if repr(words) in b]
+    assert found and FACT in found[0], f"no search index for the words as typed:\n{joined[-3000:]}"
+    assert not list(installed.home.parent.rglob("ran")) and not (ROOT / "ran").exists()
 
 
 def test_model_calls_the_plugin_search_tool_and_gets_the_fact(installed, session_one):

@@ -30,10 +30,23 @@ RECALL_COMMAND_PREFIX = "/recall:"
 _RECALL_CLI = re.compile(r"(?:^|[;&|(\s/])recall(?:\s|$)|memory_store\.(?:shells\.)?cli")
 
 
+LOG_SEARCH = "log-search"  # commands/log-search.md: the prompt hook answers it with the search's index
+
+
 def is_recall_command(prompt: str) -> bool:
     """Is this prompt one of recall's own slash commands (`/recall:log-search ...`)? Neither it nor its answer is
     kept, and nothing is recalled for it."""
     return prompt.lstrip().startswith(RECALL_COMMAND_PREFIX)
+
+
+def recall_command(prompt: str) -> tuple[str, str] | None:
+    """(name, the user's words after it, exactly as typed) of one of recall's slash commands; None for a prompt.
+    Claude Code hands the prompt hook the raw text, so the words reach the search without passing a shell."""
+    text = prompt.lstrip()
+    if not text.startswith(RECALL_COMMAND_PREFIX):
+        return None
+    name, _, words = text[len(RECALL_COMMAND_PREFIX):].partition(" ")
+    return name.strip(), words.strip()
 
 _DECISION = re.compile(
     r"\b(decid\w*|we(?:'ll| will) use|switch(?:ed)? to|instead of|chose|going with|always|never|must|"

@@ -128,6 +128,26 @@ def render_block(items: list[Item | Memory | Hit], title: str, budget: int, item
     return opening + "\n".join(lines) + "\n" + closing, ids
 
 
+def fence(body: str) -> str:
+    """`body` inside recall's block, under the header that says what it is (reference data, not instructions)."""
+    return f"<{INJECTION_TAG}>\n{HEADER}\n{body}\n</{INJECTION_TAG}>"
+
+
+def search_index(hits: list[Hit], query: str, now: float | None = None) -> str:
+    """A search's answer as a compact index (one line a memory: id, age, kind, gist), fenced: /recall:log-search."""
+    if not hits:
+        return fence(f"Nothing relevant found for {query!r}: recall holds no memory about it in this project.")
+    now = time.time() if now is None else now
+    lines = [f"{len(hits)} {'memory' if len(hits) == 1 else 'memories'} for {query!r} (best first):"]
+    lines += [f"- #{h.id} · {age(now - h.created_at.timestamp())} · {kind_label(h)}: "
+              f"{cap_readable(' '.join(h.marked_text().split()), INDEX_LINE_CHARS)}" for h in hits]
+    lines.append("Expand one: `recall show ID` (or the MCP tool get_memories) · around it: `recall timeline ID`")
+    return fence("\n".join(lines))
+
+
+INDEX_LINE_CHARS = 200
+
+
 def hook_output(event_name: str, context: str, message: str = "") -> dict:
     """The JSON a hook prints to add `context` for the model and `message` for the user (empty: nothing to add),
     each within its cap."""

@@ -18,15 +18,17 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from ...shared.projects import in_scope
 from .. import sentences, stages
 from ..config import RankingConfig, SearchConfig, StrengthConfig
+from ..embedding.embed import Models
 from ..records import Hit, shown_text
 from ..stages import stage
 from ..storage import Row, Store
 from . import ranking, strength, versions
+from .code_paths import checked_hits
 from .versions import outdated_note
 
 # How a search surface shows hits (api.Recall.search): only the relevant ones, or every hit (`--all`).
@@ -242,6 +244,19 @@ def current_only(store: Store, hits: list[Hit], drop: bool = True) -> list[Hit]:
             continue
         current.append(hit.model_copy(update={"outdated": outdated_note(hit, later)}) if later else hit)
     return current
+
+
+def shown_hits(store: Store, models: Models, query_text: str, limit: int = 10, project: str | None = None,
+               **options: Any) -> list[Hit]:
+    """What the search surfaces show for `query_text` (`recall search`, /recall:log-search, MCP, viewer): the hits
+    with evidence of being about it, as they stand now (an old value a newer hit changed left out), a file a hit
+    names that is gone said so. Ranked deeper than asked: what the floor or a newer value leaves out makes room."""
+    hits = search(store, models, query_text, max(limit * 2, RELEVANT_DEPTH), project, **options)
+    hits = current_only(store, relevant(hits, query_text, store.config.search, models.embedder))
+    return checked_hits(store, hits)[:limit]
+
+
+RELEVANT_DEPTH = 10  # `shown_hits` ranks at least this deep before it keeps the relevant ones
 
 
 def search(store: Store, models, query_text: str, limit: int = 10, project: str | None = None, *,

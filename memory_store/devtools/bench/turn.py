@@ -4,7 +4,7 @@
   each tool call's and the answer's hooks unless they are registered `"async": true`); from the measured p50 of
   each hook and hooks/hooks.json, the time a turn with TOOL_CALLS tool calls spends waiting on recall. The real
   CLI's debug log gives the same figure (tests/e2e); this is its simulation.
-- `recall search` and the `/recall:log-search` form (`bin/recall search --index`) as a user runs them, against
+- `recall search` and its index form (`bin/recall search --index`) as a user runs them, against
   a bare interpreter.
 - The first prompt after a long pause inside an open session (the worker's idle timeout shortened, a stand-in
   process as the session's CLAUDE_PID): it must not pay the model load.
