@@ -40,6 +40,17 @@ def load_payload(name: str, **changes) -> dict:
 # --- order -------------------------------------------------------------------------------------------
 
 
+# What makes a test slow, whatever file it is in: a real PostgreSQL, a real browser. Such tests are marked `slow`,
+# so `pytest -m "not slow"` is the fast tier (the real Claude Code CLI and the bootstraps are marked in their files).
+SLOW_FIXTURES = {"postgres_server", "team_database", "browser"}
+
+
+def pytest_itemcollected(item):
+    backend = getattr(getattr(item, "callspec", None), "params", {}).get("backend")
+    if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) or backend == "postgres":
+        item.add_marker(pytest.mark.slow)
+
+
 @pytest.hookimpl(trylast=True)  # after -k / -m have deselected what does not run
 def pytest_collection_modifyitems(session, config, items):
     """The first-install tests go last, and their two real bootstraps (a pip install of ~25 s each) start now, in

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
 from typer.testing import CliRunner
 
 from memory_store import open_recall
@@ -90,6 +91,7 @@ def test_every_command_has_help():
         assert "--help" in out and len(out) > 100
 
 
+@pytest.mark.slow  # times the CLI against a live worker
 def test_search_is_answered_by_the_worker_before_the_cli_is_imported(hooks, home, project):
     """`recall search` and the /recall:log-search form (bin/recall search --index): with a worker up, the answer
     comes from it before typer, pydantic or the core are imported, and reads exactly as the full CLI's;

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from conftest import ROOT, run_cli, stop_worker
 from test_hooks import FACT, first_session, session
 
@@ -223,6 +224,7 @@ class McpSession:
             self.proc.wait()
 
 
+@pytest.mark.slow  # starts the MCP server as Claude Code does
 def test_mcp_tools_over_stdio(hooks, home, project):
     first_session(hooks, project)
     stop_worker(home)

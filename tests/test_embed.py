@@ -213,6 +213,7 @@ def test_queries_kept_on_one_cpu_run_there_and_give_the_same_vectors(embedder):
             == allowed
 
 
+@pytest.mark.slow  # builds and compares three model graphs
 def test_the_shipped_model_runs_int8_products_that_give_the_published_graphs_vectors(embedder, monkeypatch):
     """core/minilm.py hands the weight products to onnxruntime's int8 kernels, with the integer graph where bytes
     multiply exactly and MatMulNBits elsewhere: either gives the published float32 graph's vectors within rounding,
@@ -251,6 +252,7 @@ def test_the_shipped_model_runs_int8_products_that_give_the_published_graphs_vec
     assert not int8_kernels("1.32.0", "riscv64") and not int8_kernels("dev", "x86_64")
 
 
+@pytest.mark.slow  # measures the model over 50 paragraphs
 def test_the_outlier_channels_taken_out_of_int8_are_the_models_largest():
     """integer_graph multiplies a few hidden channels in float32 because they would set each token's int8 scale
     (minilm_graphs.OUTLIER_CHANNELS): measured again on other text (the tests' own code), the channels that most lower

@@ -8,10 +8,13 @@ import subprocess
 import sys
 import uuid
 
+import pytest
 from conftest import load_payload, stored, wait_for, worker_health
 from typer.testing import CliRunner
 
 from memory_store.shells.cli import app
+
+pytestmark = pytest.mark.slow  # failure injection with real processes (full disk, a worker that cannot start)
 
 runner = CliRunner()
 FACT = "the billing service reads its queue name from BILLING_QUEUE=invoices-v3"

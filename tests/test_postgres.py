@@ -22,6 +22,8 @@ from memory_store.shared import spool
 from memory_store.shared.paths import DataPaths
 from memory_store.shells.cli import app
 
+pytestmark = pytest.mark.slow  # a real PostgreSQL (or one that goes away)
+
 runner = CliRunner()
 SHOP_REMOTE = "git@github.com:Acme/Shop.git"
 

@@ -95,6 +95,7 @@ def test_ordinary_text_is_left_alone():
     assert redact(text) == text
 
 
+@pytest.mark.slow  # every planted secret through the real hooks and worker
 def test_no_secret_reaches_disk_through_hooks(hooks, home, project):
     session_with_secrets(hooks, project)
     wait_until_embedded(home)
@@ -102,6 +103,7 @@ def test_no_secret_reaches_disk_through_hooks(hooks, home, project):
     assert stored(home).search("please use this", project=str(project))  # captured, redacted
 
 
+@pytest.mark.slow  # every planted secret through the spool, without a worker
 def test_no_secret_reaches_disk_through_the_spool(hooks, home, project, tmp_path):
     """Without a worker (its Python lacks the dependencies), events are spooled: redacted there too."""
     bare = tmp_path / "bare"
@@ -270,6 +272,7 @@ def test_the_model_runtime_keeps_no_device_id_and_no_usage_events(hooks, home, p
     assert not (user / ".cache" / "Microsoft").exists(), sorted(str(p) for p in user.rglob("*"))
 
 
+@pytest.mark.slow  # megabyte fields through the redaction patterns
 @pytest.mark.parametrize("huge", ["x" * (2 * 1024 * 1024), "'" * 200_000, "Tok3n" * 400_000],
                          ids=["one-word", "quotes", "repeated-value"])
 def test_redaction_of_a_huge_field_ends(huge):

@@ -20,6 +20,8 @@ from memory_store import open_recall
 from memory_store.devtools.bench.latency import peak_rss_kb
 from memory_store.shared.paths import DataPaths
 
+pytestmark = pytest.mark.slow  # stress: concurrent sessions, killed hooks and workers, malformed payloads by the dozen
+
 EVENTS = ["SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd"]
 
 

@@ -17,6 +17,9 @@ from conftest import ROOT, load_payload, stored, wait_for, worker_health
 from memory_store.shared import protocol as transport
 from memory_store.shared.paths import DataPaths
 
+# Real worker processes started, killed and waited out (idle exits, crashes): the slowest part of the fast loop.
+pytestmark = pytest.mark.slow
+
 
 def prompt_payload(project, text, session="s1", prompt_id="p"):
     return load_payload("UserPromptSubmit", session_id=session, cwd=str(project), prompt=text, prompt_id=prompt_id)
