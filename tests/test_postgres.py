@@ -196,8 +196,10 @@ def test_a_worker_of_another_model_stays_lexical_and_says_why(postgres_server, t
 def test_without_the_driver_one_clear_message_and_nothing_lost(team_database, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "psycopg", None)  # `import psycopg` now fails as if not installed
     recall = as_member(monkeypatch, team_database.alice, tmp_path / "home")
-    with pytest.raises(StorageUnavailable, match=r"pip install 'claude-recall\[postgres\]'"):
+    with pytest.raises(StorageUnavailable) as raised:
         recall.store.record("e1", note("kept for later"))
+    # recall's own folder with its extra: never a package name, which anyone may hold on PyPI
+    assert f"{sys.executable} -m pip install '{ROOT}[postgres]'" in str(raised.value)
     recall.close()
 
 

@@ -45,9 +45,9 @@ class PostgresStore(PgSearch, PgEmbeddings, PgHealth, Store):
         try:
             from pgvector.psycopg import register_vector
         except ImportError:
-            from .connection import DRIVER_MISSING
+            from .connection import driver_missing
 
-            raise StorageUnavailable(DRIVER_MISSING) from None
+            raise StorageUnavailable(driver_missing()) from None
         where = masked(self.url)
         settings = schema.settings_of(conn)
         if settings is None:

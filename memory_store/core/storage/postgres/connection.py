@@ -12,10 +12,12 @@ whose Python lacks it gets StorageUnavailable with what to install instead of a 
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from ....shared.database_url import masked
 from ..base import StorageUnavailable
@@ -27,8 +29,26 @@ STATEMENT_TIMEOUT_MS = 10_000  # a statement the server is slow on: give up, spo
 BACKOFF_START = 2.0
 BACKOFF_MAX = 30.0
 SCHEMA = "recall"
-DRIVER_MISSING = ("the PostgreSQL driver is not installed in recall's Python "
-                  "(pip install 'claude-recall[postgres]'; the plugin installs it on its next start)")
+def driver_missing() -> str:
+    """What to do when psycopg is missing from recall's Python: install recall's `postgres` extra from recall's own
+    folder (never by a package name: a PyPI name is anyone's), or let the plugin do it."""
+    python = sys.executable
+    root = Path(__file__).resolve().parents[4]  # the plugin folder or checkout that holds pyproject.toml
+    if (root / "pyproject.toml").is_file():
+        how = f"{python} -m pip install '{root}[postgres]'"
+    else:  # installed as a wheel: the extra's own requirements, as recall's metadata names them
+        how = f"{python} -m pip install " + " ".join(f"'{r}'" for r in postgres_requirements())
+    return (f"the PostgreSQL driver is not installed in recall's Python: {how} (the Claude Code plugin installs it "
+            "by itself at its next start once RECALL_DATABASE_URL or storage.url is set)")
+
+
+def postgres_requirements() -> list[str]:
+    """The requirements of recall's `postgres` extra, read from the installed package's metadata."""
+    from importlib import metadata
+
+    for name in metadata.packages_distributions().get("memory_store", []):
+        return [r.split(";")[0].strip() for r in metadata.requires(name) or [] if 'extra == "postgres"' in r]
+    return ["psycopg[binary]", "pgvector"]
 
 
 def connect(url: str, *, statement_timeout_ms: int | None = STATEMENT_TIMEOUT_MS, autocommit: bool = True):
@@ -38,7 +58,7 @@ def connect(url: str, *, statement_timeout_ms: int | None = STATEMENT_TIMEOUT_MS
     try:
         import psycopg
     except ImportError as exc:
-        raise StorageUnavailable(DRIVER_MISSING) from exc
+        raise StorageUnavailable(driver_missing()) from exc
     options = f"-c search_path={SCHEMA},public -c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search=100"
     if statement_timeout_ms:
         options += f" -c statement_timeout={int(statement_timeout_ms)}"
