@@ -5,7 +5,7 @@ Layers, each a folder (a module imports only from layers listed above it):
     shared/    standard library only: wire protocol, data-dir paths, spool, redaction, logs
     hook/      runs inside every hook process (standard library only) and the first-install bootstrap
     core/      the memory engine: events and memories, capture, SQLite store, embeddings, search
-    api.py     `Recall`, the one Python API over the core
+    api/       `Recall`, the one Python API over the core, and the worker's background rounds
     worker/    the long-lived process that serves hooks, and the client that calls it
     shells/    the `recall` CLI
     devtools/  demo, hook runner, benchmarks (not used at run time)

@@ -253,7 +253,7 @@ BACKEND_TEST = re.compile(r"\.backend\s*[!=]=")
 
 
 def test_the_shells_and_the_worker_call_the_api_only():
-    """The CLI, the viewer, the MCP server and the worker are shells over `Recall` (api.py): what they need from
+    """The CLI, the viewer, the MCP server and the worker are shells over `Recall` (api/recall.py): what they need from
     the store or the models is an API method, so the API is the one place that says what they may do."""
     found = []
     for name, path in MODULES.items():
@@ -261,6 +261,23 @@ def test_the_shells_and_the_worker_call_the_api_only():
             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                 if REACH_THROUGH.search(line.split("#")[0]):
                     found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not found, found
+
+
+# What a shell would use to work on the store behind the API's back.
+BEHIND_THE_API = {"memory_store.core.jobs", "memory_store.core.router", "memory_store.core.storage.store"}
+STORE_OPENERS = {"open_store", "Store"}
+
+
+def test_the_shells_and_the_worker_neither_open_a_store_nor_run_the_core_jobs():
+    found = []
+    for name, path in MODULES.items():
+        if not name.startswith(SHELLS):
+            continue
+        found += [f"{name} imports {target}" for target in imports_of(name) & BEHIND_THE_API]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("storage"):
+                found += [f"{name} imports {a.name} from storage" for a in node.names if a.name in STORE_OPENERS]
     assert not found, found
 
 

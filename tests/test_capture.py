@@ -65,6 +65,14 @@ def test_recall_command_prompt_is_not_captured():
     assert capture.prompt_memory("/recall:log-search redis", CFG, "/p", "s", 1.0) is None
 
 
+def test_a_recall_command_is_its_name_and_the_words_as_typed():
+    assert capture.recall_command('/recall:log-search "redis" $(x) `y`') == ("log-search", '"redis" $(x) `y`')
+    assert capture.recall_command("/recall:log-search\tredis\nport") == ("log-search", "redis\nport")
+    assert capture.recall_command("/recall:log-search") == ("log-search", "")
+    assert capture.recall_command("/recall:") == ("", "")
+    assert capture.recall_command("what is /recall:log-search?") is None
+
+
 def test_private_span_is_dropped_and_secret_redacted():
     memory = capture.prompt_memory(
         "deploy with token ghp_abcdefghijklmnopqrstuvwxyz0123456789 <private>my bank pin is 4242</private> now",

@@ -215,7 +215,7 @@ def test_queries_kept_on_one_cpu_run_there_and_give_the_same_vectors(embedder):
 
 @pytest.mark.slow  # builds and compares three model graphs
 def test_the_shipped_model_runs_int8_products_that_give_the_published_graphs_vectors(embedder, monkeypatch):
-    """core/minilm.py hands the weight products to onnxruntime's int8 kernels, with the integer graph where bytes
+    """core/embedding/minilm.py hands the weight products to onnxruntime's int8 kernels, with the integer graph where bytes
     multiply exactly and MatMulNBits elsewhere: either gives the published float32 graph's vectors within rounding,
     and a text's vector does not depend on what it is batched with."""
     from memory_store.core.embedding import minilm_graphs

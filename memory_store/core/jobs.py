@@ -97,7 +97,7 @@ PRUNE_BATCH = 2000  # memories looked at per pruning round
 
 
 def prune_trivial(store: Store, now: float) -> int:
-    """Delete the trivial interactions that have left the hot tier (core/strength.py); returns how many."""
+    """Delete the trivial interactions that have left the hot tier (core/retrieval/strength.py); returns how many."""
     from .retrieval import strength
 
     cfg = store.config

@@ -11,7 +11,7 @@ worker, a log to rotate) is handed to the modules that import `os`, which behave
           └► no answer in time: spool file (redacted) + start a worker, print nothing
 
 The client never exits non-zero and prints one JSON object or nothing (PreCompact excepted: Claude Code
-reads that hook's stdout as plain-text instructions for the summary, core/compaction.py). RECALL_DISABLE=1
+reads that hook's stdout as plain-text instructions for the summary, core/injection/compaction.py). RECALL_DISABLE=1
 and `recall pause` (shared/pause.py) are checked before anything is sent or stored.
 """
 

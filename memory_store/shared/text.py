@@ -73,7 +73,7 @@ MISSING_FILE_MARK = "(file since moved or removed)"
 
 
 def mark_missing_files(text: str, missing: list[str]) -> str:
-    """`text` with MISSING_FILE_MARK right after each missing path's first mention (core/code_paths.py)."""
+    """`text` with MISSING_FILE_MARK right after each missing path's first mention (core/retrieval/code_paths.py)."""
     for path in missing:
         at = text.find(path)
         end = at + len(path)

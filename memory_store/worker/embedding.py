@@ -7,15 +7,15 @@ from __future__ import annotations
 import time
 import traceback
 
-from ..core import jobs
-from ..core.embedding.embed import EmbeddingUnavailable, load_embedder
+from ..api import BackgroundWork
+from ..core.embedding.embed import Embedder, EmbeddingUnavailable, load_embedder
 from ..core.storage import StorageUnavailable
 from ..core.storage.term_frequency import WARM_EVERY_SECONDS
 from ..shared import cores
 
 EMBED_AFTER_QUIET_SECONDS = 0.3  # background embedding waits for this long without requests…
 EMBED_AT_LEAST_EVERY_SECONDS = 2.0  # …but never starves under a steady stream of hooks
-PRUNE_EVERY_SECONDS = 900  # trivial memories that left the hot tier are pruned this often (core/strength.py)
+PRUNE_EVERY_SECONDS = 900  # trivial memories that left the hot tier are pruned this often (core/retrieval/strength.py)
 RECENT_VECTORS_MARGIN_DAYS = 1  # RAM holds the warm window's vectors and this much more (recent_vectors.py)
 STORAGE_RETRY_SECONDS = 5.0  # background work waits this long when the shared database cannot be reached
 
@@ -38,9 +38,7 @@ def run(worker) -> None:
     worker.recall.use_embedder(embedder)
     worker.model_state = "ready"
     worker.log.info("model_ready", model=embedder.name, dim=embedder.dim, int8=embedder.int8)
-    # Its own connection: never blocks requests. Common words are counted on it for the requests' store too (the
-    # counts are not secret: term_frequency.py).
-    background = worker.recall.open_background_store()
+    background = worker.recall.background_work()  # its own connection: it never blocks a request
     try:
         while not worker.stop_event.is_set():
             try:
@@ -72,16 +70,13 @@ def keep_a_core_for_queries(worker, embedder) -> None:
     worker.log.info("query_core", cpu=query_cpu)
 
 
-def _prepare_vectors(worker, background, embedder) -> None:
-    background.ensure_vector_index(embedder.name, embedder.dim)
-    recent = background.recent_vectors_cache(worker.config.tiers.warm_window_days + RECENT_VECTORS_MARGIN_DAYS,
-                                             embedder.dim)
+def _prepare_vectors(worker, background: BackgroundWork, embedder: Embedder) -> None:
+    recent = background.prepare_vectors(embedder, worker.config.tiers.warm_window_days + RECENT_VECTORS_MARGIN_DAYS)
     if recent is not None:
-        worker.recall.keep_recent_vectors(recent)
         worker.log.info("recent_vectors_loaded", vectors=len(recent.row_of), mb=round(recent.nbytes() / 1e6, 1))
 
 
-def _embed_rounds(worker, background, embedder) -> None:
+def _embed_rounds(worker, background: BackgroundWork, embedder: Embedder) -> None:
     last_round = time.monotonic()
     last_prune, last_counts = 0.0, -WARM_EVERY_SECONDS
     while not worker.stop_event.is_set():
@@ -98,12 +93,10 @@ def _embed_rounds(worker, background, embedder) -> None:
             if now - last_counts > WARM_EVERY_SECONDS:  # first thing, and then whether or not there is a backlog
                 last_counts = now
                 background.count_common_words()
-            done = jobs.embed_pending(background, embedder, max_batches=1)
-            if done:
-                background.sync_recent_vectors()
-            elif now - last_prune > PRUNE_EVERY_SECONDS:
+            done = background.embed_round(embedder)
+            if not done and now - last_prune > PRUNE_EVERY_SECONDS:
                 last_prune = now
-                jobs.prune_trivial(background, time.time())
+                background.prune(time.time())
             worker.prepared = True
         except StorageUnavailable:  # the shared database is away: try again later
             worker.stop_event.wait(STORAGE_RETRY_SECONDS)

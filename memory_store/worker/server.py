@@ -29,12 +29,11 @@ import threading
 import time
 import traceback
 
-from ..api import Recall
+from ..api import BadEvent, Recall
 from ..core import later, stages
 from ..core.config import config_problems, load_config
 from ..core.injection import inject
 from ..core.retrieval.search import SHOWN
-from ..core.router import BadEvent
 from ..core.storage import StorageUnavailable
 from ..shared import protocol, spool
 from ..shared.database_url import database_url

@@ -45,8 +45,8 @@ def recall_command(prompt: str) -> tuple[str, str] | None:
     text = prompt.lstrip()
     if not text.startswith(RECALL_COMMAND_PREFIX):
         return None
-    name, _, words = text[len(RECALL_COMMAND_PREFIX):].partition(" ")
-    return name.strip(), words.strip()
+    parts = text[len(RECALL_COMMAND_PREFIX):].split(maxsplit=1)  # a newline or a tab ends the name too
+    return (parts[0], parts[1].strip() if len(parts) > 1 else "") if parts else ("", "")
 
 _DECISION = re.compile(
     r"\b(decid\w*|we(?:'ll| will) use|switch(?:ed)? to|instead of|chose|going with|always|never|must|"

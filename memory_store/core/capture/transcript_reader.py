@@ -1,6 +1,6 @@
 """The lines of a Claude Code transcript as the memories live capture would have made of them.
 
-A session's main conversation yields each prompt (only the user's own words: core/user_words.py), each tool
+A session's main conversation yields each prompt (only the user's own words: core/capture/user_words.py), each tool
 observation (from the `tool_result` entries, whose `toolUseResult` is the PostToolUse `tool_response`), each
 failed tool call, and one exchange per turn (the gist of the final answer, with its prompt as context).
 

@@ -1,6 +1,6 @@
 """`recall import`: Claude Code transcripts (JSONL), and `recall export` files, into the store.
 
-An imported session yields the same memories live capture would have made (core/transcript_reader.py), its
+An imported session yields the same memories live capture would have made (core/capture/transcript_reader.py), its
 subagents' work included, so importing a session recall already captured adds nothing new: the memories
 deduplicate. Entries keep their own timestamp, session and cwd. Event ids are derived from the entry uuids,
 so importing the same file twice changes nothing; unchanged files are skipped by size. Bookkeeping entries

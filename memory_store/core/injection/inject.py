@@ -10,6 +10,7 @@ below Claude Code's 10,000-character cap.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -101,7 +102,7 @@ def _line(item: Item, now: float, limit: int) -> str:
     return f"- [#{item.id} · {item.kind} · {stamp}, {age(now - item.created_at)}] {text}"
 
 
-def render_block(items: list[Item | Memory | Hit], title: str, budget: int, item_limit: int,
+def render_block(items: Sequence[Item | Memory | Hit], title: str, budget: int, item_limit: int,
                  now: float | None = None) -> tuple[str, list[int]]:
     """The injection block for `items` (best first) within `budget` characters; returns the text
     and the ids that made it in. An empty list gives an empty string."""

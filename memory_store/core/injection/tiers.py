@@ -93,7 +93,7 @@ def is_cold(store: Store, created_at: float, now: float) -> bool:
 
 
 def warm_recall(store: Store, models, project: str, session_id: str, prompt: str, now: float) -> gate.Decision:
-    """What the gate decides for a prompt (core/gate.py). Skips what is already in this session's
+    """What the gate decides for a prompt (core/retrieval/gate.py). Skips what is already in this session's
     context: its own memories, what an earlier prompt of it got injected, and what the SessionStart brief
     showed, unless the prompt's answer from it says more than the brief's digest did (the brief shows each
     item by what it settled, not by what a later question asks). A compaction empties the context, and with

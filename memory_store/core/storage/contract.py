@@ -4,7 +4,8 @@ The concerns that both backends do alike (memories.py, sessions.py, sharing.py, 
 ram.py) and each backend's own parts (sqlite/, postgres/) all derive from `StoreContract`, so each
 sees the same declared attributes and hooks; `Store` (store.py) puts the shared concerns together and
 a backend class completes it. Every hook below is abstract: a backend that leaves one out cannot be
-instantiated (tests/test_storage_contract.py checks both). Code outside storage/ asks
+instantiated (tests/test_architecture.py checks both; tests/test_storage_contract.py runs the same checks
+on each). Code outside storage/ asks
 `capabilities()` what a store can do, never which backend it is.
 """
 

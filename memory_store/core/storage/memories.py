@@ -1,8 +1,8 @@
 """Memories in and out: capture exactly once, and every way core code reads rows back.
 
 Written once for both backends (storage/database.py runs the same SQL on each). Two things differ
-and come from the backend: how a new memory gets its id (`NEW_MEMORY_ID`: ids are never reused) and
-who owns it (`OWNER`, `MINE`: in PostgreSQL the connecting role, never a value the client chooses).
+and come from the backend's Dialect (database.py): how a new memory gets its id (`new_memory_id`: ids are never
+reused) and who owns it (`owner`, `mine`: in PostgreSQL the connecting role, never a value the client chooses).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ Memories created within `days` are held in float32 (the warm window and a margin
 is ~15 MB); a search reaching further back (an explicit reference to the past, `recall search`)
 goes to the backend's index, unless RAM holds every vector: in a store of at most WHOLE_UP_TO memories
 (~31 MB of vectors), in a young one (no memory older than the window), or where the backend keeps an int8
-archive of the older ones (SQLite, up to its ARCHIVE_UP_TO memories). Each vector's kind is kept beside
+archive of the older ones (SQLite, up to its capabilities().archive_up_to memories). Each vector's kind is kept beside
 it, so a search for statements skips tool outputs before the product. The copy follows the database
 through a log every vector write appends to (the backend's VectorFeed: sqlite/vectors.py,
 postgres/feed.py): `sync` reads what was logged since the last sync, so vectors written by another

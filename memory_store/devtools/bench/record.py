@@ -14,6 +14,14 @@ PAGE = Path(__file__).resolve().parents[3] / "docs" / "benchmarks.md"
 MARK = "<!-- recorded: {version} {bench} -->"
 
 
+def recordable(page: Path = PAGE) -> str | None:
+    """Why a report cannot be recorded here (None: it can): the page belongs to a checkout of recall."""
+    if not (page.parent.parent / "pyproject.toml").is_file():
+        return f"--record writes {page.relative_to(page.parents[1])} of a recall checkout; this recall is installed " \
+               f"as a package ({page.parents[1]})"
+    return None
+
+
 def record(bench: str, report: str, page: Path = PAGE, version: str = __version__, when: float | None = None) -> Path:
     """Put `report` (the benchmark's printed output) in `page` under `## version` / `### bench`."""
     text = page.read_text(encoding="utf-8") if page.exists() else "# Benchmarks\n"

@@ -29,7 +29,7 @@ IDLE_TIMEOUT_MINUTES = 0.02  # 1.2 s: "a long pause" without waiting 30 minutes
 
 
 def summarize_against_bare(times: dict[str, list[float]]) -> dict[str, dict]:
-    """Each timing's summary (core/stats.py) with its p50 as a multiple of the "bare python" one's."""
+    """Each timing's summary (core/diagnostics/stats.py) with its p50 as a multiple of the "bare python" one's."""
     report = {name: summarize(values) for name, values in times.items()}
     bare = report["bare python"]["p50"]
     for row in report.values():

@@ -14,6 +14,16 @@ RecordOption = Annotated[bool, typer.Option("--record", help="Also write the rep
                                                            "this version's heading.")]
 
 
+def _can_record(record: bool) -> None:
+    """Before a long run: say at once when --record could not write its page."""
+    if record:
+        from ...devtools.bench.record import recordable
+
+        problem = recordable()
+        if problem:
+            raise typer.BadParameter(problem, param_hint="--record")
+
+
 def _record(bench: str, report: str) -> None:
     from ...devtools.bench.record import record
 
@@ -38,6 +48,7 @@ def bench_locomo(
     record: RecordOption = False,
 ):
     """Retrieval quality on LoCoMo: recall@5, recall@10 and MRR per method and question category."""
+    _can_record(record)
     from pydantic import ValidationError
 
     from ...core.config import Config
@@ -80,6 +91,7 @@ def bench_latency(
     record: RecordOption = False,
 ):
     """Wall time per hook event as Claude Code runs them (a fresh process per call) beside bare Python."""
+    _can_record(record)
     from ...devtools.bench.latency import format_latency, run_latency
 
     try:
@@ -108,6 +120,7 @@ def bench_size(
     record: RecordOption = False,
 ):
     """Database bytes per memory and search time as the store grows (time-limited)."""
+    _can_record(record)
     from ...devtools.bench.size import format_size, run_size
 
     try:
@@ -130,6 +143,7 @@ def bench_soak(
     record: RecordOption = False,
 ):
     """The worker's memory over many hooks (it should stay flat)."""
+    _can_record(record)
     from ...devtools.bench.soak import format_soak, run_soak
 
     report = run_soak(hooks, echo=lambda message: typer.echo(message, err=True))

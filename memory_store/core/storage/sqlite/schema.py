@@ -224,7 +224,7 @@ def m005_sources(conn: apsw.Connection) -> None:
 
 
 def m006_pruned(conn: apsw.Connection) -> None:
-    """How many trivial memories the forgetting curve pruned, by kind (core/strength.py; `recall stats`)."""
+    """How many trivial memories the forgetting curve pruned, by kind (core/retrieval/strength.py; `recall stats`)."""
     conn.execute(
         """
         CREATE TABLE pruned (kind TEXT PRIMARY KEY, count INTEGER NOT NULL, last_at REAL NOT NULL);

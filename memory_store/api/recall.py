@@ -1,45 +1,37 @@
-"""The Python API: one `Recall` per data directory.
-
-    from memory_store import open_recall
-    with open_recall("~/.local/share/recall") as recall:
-        for hit in recall.search("how do we rotate the API keys?", project="/home/me/app"):
-            print(hit.id, hit.score, hit.text)
-
-The CLI, the worker, the demo and the benchmarks are shells over this class: they parse,
-call one method, and render. It composes the core: `store` (all SQL), `models` (embedder and
-reranker, loaded on first use), search, capture routing and the background jobs. Opening it
-does nothing but open the database: events spooled while no worker ran are ingested when a
-caller asks (`ingest_spool`), never behind its back.
-"""
+"""`Recall`: the one Python API over the core, one per data directory (see the package's docstring)."""
 
 from __future__ import annotations
 
 import os
 import threading
 import time
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from .core import forgetting, jobs, router
-from .core.config import Config, load_config
-from .core.diagnostics import doctor
-from .core.diagnostics.stats import hook_latency
-from .core.embedding.embed import Embedder, Models
-from .core.records import Hit, Memory
-from .core.retrieval import code_paths, gate
-from .core.retrieval.search import Shown, current_only, shown_hits
-from .core.retrieval.search import search as run_search
-from .core.storage import Store, open_store
-from .shared import worker_client
-from .shared.files import ensure_private_dir
-from .shared.logs import JsonLog
-from .shared.paths import DataPaths
-from .shared.projects import GLOBAL_PROJECT
-from .shared.redact import secret_kinds
+from ..core import forgetting, jobs, router
+from ..core.config import Config
+from ..core.diagnostics import doctor
+from ..core.diagnostics.stats import hook_latency
+from ..core.embedding.embed import Embedder, Models
+from ..core.records import Hit, Memory
+from ..core.retrieval import code_paths, gate
+from ..core.retrieval.search import Shown, current_only, shown_hits
+from ..core.retrieval.search import search as run_search
+from ..core.storage import open_store
+from ..shared import worker_client
+from ..shared.logs import JsonLog
+from ..shared.paths import DataPaths
+from ..shared.projects import GLOBAL_PROJECT
+from ..shared.redact import secret_kinds
+from .background import BackgroundWork
 
 if TYPE_CHECKING:
-    from .core.storage.recent_vectors import RecentVectors  # numpy: loaded where the worker uses it
+    from ..core.storage.recent_vectors import RecentVectors  # numpy: loaded where the worker uses it
 
+
+
+IN_PROCESS_EMBED_LIMIT = 500  # without a worker, a search embeds a backlog up to this size first
 
 
 class Recall:
@@ -112,7 +104,7 @@ class Recall:
         """The model `reindex` embeds with (loads it); raises RuntimeError with the reason when it cannot."""
         embedder = self.models.embedder
         if embedder is None or not self.store.vectors_ready():
-            raise RuntimeError(self.store.vector_error or self.models.embedder_error or "no embedding model")
+            raise RuntimeError(self.models.embedder_error or self.store.vector_error or "no embedding model")
         return str(embedder.name)
 
     def use_embedder(self, embedder: Embedder) -> None:
@@ -127,12 +119,10 @@ class Recall:
         """The worker's RAM copy of recent vectors, searched in front of the store's index."""
         self.store.keep_recent_vectors(recent)
 
-    def open_background_store(self) -> Store:
-        """A second store on the same data for the worker's background rounds (embedding, pruning), sharing this
-        one's word counts: a long round never holds up a hook's request."""
-        background = open_store(self.paths, self.config)
-        background.term_frequencies = self.store.term_frequencies
-        return background
+    def background_work(self) -> BackgroundWork:
+        """The worker's rounds between hooks (embedding, word counts, pruning) on a second store of the same data:
+        a long round never holds up a hook's request."""
+        return BackgroundWork(self.paths, self.config, self.store.term_frequencies, self.keep_recent_vectors)
 
     # --- capture ---------------------------------------------------------------------------------
 
@@ -147,8 +137,8 @@ class Recall:
             return router.ingest_spool(self.store, self.models)
 
     def import_transcripts(self, paths, progress=None):
-        """`recall import`: Claude Code transcripts into the store (see core.transcripts)."""
-        from .core.capture.transcripts import import_paths
+        """`recall import`: Claude Code transcripts into the store (see core.capture.transcripts)."""
+        from ..core.capture.transcripts import import_paths
 
         return import_paths(self.store, paths, progress=progress)
 
@@ -156,11 +146,11 @@ class Recall:
 
     def search(self, query: str, limit: int = 10, project: str | None = None, *, shown: Shown | None = None,
                **options) -> list[Hit]:
-        """Best memories for `query` (see core.search.search for the options). `shown`: as the search surfaces
-        show them: "relevant", only those with evidence of being about it (core.search.relevant; maybe none),
+        """Best memories for `query` (see core.retrieval.search.search for the options). `shown`: as the search surfaces
+        show them: "relevant", only those with evidence of being about it (core.retrieval.search.relevant; maybe none),
         as they stand now (an old value a newer hit changed left out, and one whose file a newer memory names
         elsewhere); "all", every hit. Either way a hit whose value a newer memory changed says so first
-        (core.search.current_only), and a file it names that is gone says so (core.code_paths)."""
+        (core.retrieval.search.current_only), and a file it names that is gone says so (core.retrieval.code_paths)."""
         if shown == "relevant":
             return shown_hits(self.store, self.models, query, limit, project, **options)
         hits = run_search(self.store, self.models, query, limit, project, **options)
@@ -169,29 +159,30 @@ class Recall:
         return hits
 
     def search_here(self, query: str, limit: int = 10, project: str | None = None, place: str | None = None,
-                    shown: Shown = "relevant") -> list[Hit]:
-        """A search in this process with a complete answer: the spool ingested and a small backlog embedded first
-        (a read-only data dir is searched as it is). `search_anywhere` asks the worker first."""
+                    shown: Shown = "relevant", *, embed_backlog: bool = True) -> list[Hit]:
+        """A search in this process with a complete answer: the spool ingested and (`embed_backlog`) a small backlog
+        embedded first (a read-only data dir is searched as it is). `search_anywhere` asks the worker first."""
         if not self.read_only:
             if place and project:
                 self.note_project_path(project, place)
             self.ingest_spool()
-            if 0 < self.pending_embeddings() <= IN_PROCESS_EMBED_LIMIT:
+            if embed_backlog and 0 < self.pending_embeddings() <= IN_PROCESS_EMBED_LIMIT:
                 self.embed_pending()
         return self.search(query, limit=limit, project=project, shown=shown)
 
     def search_through_worker(self, query: str, limit: int = 10, project: str | None = None,
                               shown: Shown = "relevant") -> list[Hit]:
-        """The running worker's answer when there is one (it holds the model: fast), else `search_here`."""
+        """The running worker's answer when there is one (it holds the model: fast), else this process's over the
+        spool ingested (no backlog embedded here: the viewer answers on its request thread)."""
         hits = worker_client.search(self.paths, query, limit, project, shown=shown)
         if hits is not None:
             return [Hit.model_validate(hit) for hit in hits]
-        return self.search_here(query, limit, project, shown=shown)
+        return self.search_here(query, limit, project, shown=shown, embed_backlog=False)
 
     def explain(self, prompt: str, project: str, now: float | None = None):
         """What UserPromptSubmit would inject for `prompt` in `project`, and why: a dry run (nothing is
-        captured, no access count changes). Returns a core.gate.Decision and the lines it would inject."""
-        from .core.injection import inject, tiers
+        captured, no access count changes). Returns a core.retrieval.gate.Decision and the lines it would inject."""
+        from ..core.injection import inject, tiers
 
         decision = gate.judge(self.store, self.models, prompt, project, None, now, complete=True)
         items = tiers.warm_items(self.store, decision, project)
@@ -239,7 +230,7 @@ class Recall:
         Store.select_memories. `recall forget` shows this selection before deleting it."""
         return self.store.select_memories(**conditions)
 
-    def forget(self, memory_ids: list[int], also: list[str] = ()) -> list[Memory]:
+    def forget(self, memory_ids: list[int], also: Sequence[str] = ()) -> list[Memory]:
         """Delete memories for good (see Store.forget) and the copies of their text in the spool and the
         logs (core.forgetting), plus any line holding one of the `also` strings (a --match query).
         Returns what was deleted."""
@@ -260,8 +251,8 @@ class Recall:
         "global": it follows the user into every project; `team`: everyone on the shared database sees it
         (after the same secret scan as `share`). Cleaned like captured text (secrets redacted, <private>
         dropped); raises ValueError when nothing is left to keep."""
-        from .core.capture.capture import finish
-        from .core.records import MemoryDraft
+        from ..core.capture.capture import finish
+        from ..core.records import MemoryDraft
 
         if scope not in ("project", "global"):
             raise ValueError(f"scope must be 'project' or 'global', not {scope!r}")
@@ -275,10 +266,11 @@ class Recall:
         owner = GLOBAL_PROJECT if scope == "global" else project
         draft = MemoryDraft(project=owner, kind="note", text=cleaned, created_at=time.time(), importance=0.9,
                             meta={"source": "remember"}, visibility="team" if team else "private")
-        recorded = self.store.record(f"remember-{os.urandom(8).hex()}", draft)
+        memory_id = self.store.record(f"remember-{os.urandom(8).hex()}", draft).memory_id
+        assert memory_id is not None  # a new event with a draft always stores it
         if team:  # the same note kept privately before is shared now
-            self.store.share([recorded.memory_id])
-        return self.store.get([recorded.memory_id])[0]
+            self.store.share([memory_id])
+        return self.store.get([memory_id])[0]
 
     # --- sharing ---------------------------------------------------------------------------------
 
@@ -339,9 +331,9 @@ class Recall:
         return [m.model_dump(mode="json") for m in self.store.select_memories(project=project)]
 
     def strength_summary(self, now: float | None = None) -> dict:
-        """The forgetting curve over the live memories (core/strength.py): mean strength, how many are
+        """The forgetting curve over the live memories (core/retrieval/strength.py): mean strength, how many are
         consolidated (decay no more) and how many are weak (below 0.1)."""
-        from .core.retrieval import strength
+        from ..core.retrieval import strength
 
         now = time.time() if now is None else now
         cfg = self.config.strength
@@ -374,57 +366,3 @@ class Recall:
             if data[key]:
                 data[key] = datetime.fromtimestamp(data[key], tz=timezone.utc).isoformat()
         return data
-
-
-def open_recall(home: str | os.PathLike | None = None, config: Config | None = None, *,
-                load_models: bool = True) -> Recall:
-    """Open (creating and migrating if needed) the memory in `home` (default: see
-    shared.paths.resolve_home). `load_models=False` keeps it lexical (no embedding model)."""
-    paths = DataPaths(home)
-    ensure_private_dir(paths.home)
-    return Recall(paths, config or load_config(paths.config), load_models=load_models)
-
-
-def search_anywhere(home: str | os.PathLike | None, query: str, limit: int = 10,
-                    project: str | None = None, place: str | None = None, shown: Shown = "relevant") -> list[Hit]:
-    """Search through the running worker (it holds the model: fast) or, without one, in this
-    process after ingesting the spool and embedding a small backlog, so the answer is complete.
-    `place`: the project's local root, noted as where it lives (see Store.note_project_path);
-    `shown`: "relevant" or "all" (Recall.search)."""
-    paths = DataPaths(home)
-    hits = worker_client.search(paths, query, limit, project, place, shown)
-    if hits is not None:
-        return [Hit.model_validate(hit) for hit in hits]
-    with open_recall(paths.home) as recall:
-        return recall.search_here(query, limit, project, place, shown)
-
-
-IN_PROCESS_EMBED_LIMIT = 500  # without a worker, a search embeds a backlog up to this size first
-
-
-def status(home: str | os.PathLike | None = None) -> dict:
-    """`recall status`: the worker, pauses, the data dir, what waits, config problems (core/status.py). Does not
-    open the store: it works when the store is what is wrong."""
-    from .core.diagnostics.status import collect
-
-    paths = DataPaths(home)
-    return collect(paths, load_config(paths.config))
-
-
-def init_team(url: str, config: Config | None = None) -> dict:
-    """`recall team init`: create (or upgrade) recall's schema in the PostgreSQL at `url`, with the
-    configured embedding model as the team's. Idempotent."""
-    from .core.embedding.embed import DEFAULT_DIM, DEFAULT_MODEL, load_embedder
-    from .core.storage.postgres.team import init_team as init
-
-    config = config or Config()
-    model = config.embedding.model
-    dim = DEFAULT_DIM if model == DEFAULT_MODEL else load_embedder(config.embedding).dim
-    return init(url, model, dim)
-
-
-def add_team_member(url: str, name: str) -> str:
-    """`recall team add-user NAME`: a login role in the team; returns its URL with a new password."""
-    from .core.storage.postgres.team import add_member
-
-    return add_member(url, name)

@@ -1,0 +1,82 @@
+"""The Python API: one `Recall` per data directory.
+
+    from memory_store import open_recall
+    with open_recall("~/.local/share/recall") as recall:
+        for hit in recall.search("how do we rotate the API keys?", project="/home/me/app"):
+            print(hit.id, hit.score, hit.text)
+
+The CLI, the worker, the demo and the benchmarks are shells over this class: they parse,
+call one method, and render. It composes the core: `store` (all SQL), `models` (embedder and
+reranker, loaded on first use), search, capture routing and the background jobs. Opening it
+does nothing but open the database: events spooled while no worker ran are ingested when a
+caller asks (`ingest_spool`), never behind its back.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..core.config import Config, load_config
+from ..core.records import Hit
+from ..core.retrieval.search import Shown
+from ..core.router import BadEvent
+from ..core.storage import StorageUnavailable
+from ..shared import worker_client
+from ..shared.files import ensure_private_dir
+from ..shared.paths import DataPaths
+from .background import BackgroundWork
+from .recall import IN_PROCESS_EMBED_LIMIT, Recall
+
+__all__ = ["BadEvent", "BackgroundWork", "IN_PROCESS_EMBED_LIMIT", "Recall", "StorageUnavailable", "add_team_member",
+           "init_team", "open_recall", "search_anywhere", "status"]
+
+
+def open_recall(home: str | os.PathLike | None = None, config: Config | None = None, *,
+                load_models: bool = True) -> Recall:
+    """Open (creating and migrating if needed) the memory in `home` (default: see
+    shared.paths.resolve_home). `load_models=False` keeps it lexical (no embedding model)."""
+    paths = DataPaths(home)
+    ensure_private_dir(paths.home)
+    return Recall(paths, config or load_config(paths.config), load_models=load_models)
+
+
+def search_anywhere(home: str | os.PathLike | None, query: str, limit: int = 10,
+                    project: str | None = None, place: str | None = None, shown: Shown = "relevant") -> list[Hit]:
+    """Search through the running worker (it holds the model: fast) or, without one, in this
+    process after ingesting the spool and embedding a small backlog, so the answer is complete.
+    `place`: the project's local root, noted as where it lives (see Store.note_project_path);
+    `shown`: "relevant" or "all" (Recall.search)."""
+    paths = DataPaths(home)
+    hits = worker_client.search(paths, query, limit, project, place, shown)
+    if hits is not None:
+        return [Hit.model_validate(hit) for hit in hits]
+    with open_recall(paths.home) as recall:
+        return recall.search_here(query, limit, project, place, shown)
+
+
+def status(home: str | os.PathLike | None = None) -> dict:
+    """`recall status`: the worker, pauses, the data dir, what waits, config problems (core/diagnostics/status.py). Does not
+    open the store: it works when the store is what is wrong."""
+    from ..core.diagnostics.status import collect
+
+    paths = DataPaths(home)
+    return collect(paths, load_config(paths.config))
+
+
+def init_team(url: str, config: Config | None = None) -> dict:
+    """`recall team init`: create (or upgrade) recall's schema in the PostgreSQL at `url`, with the
+    configured embedding model as the team's. Idempotent."""
+    from ..core.embedding.embed import DEFAULT_DIM, DEFAULT_MODEL, load_embedder
+    from ..core.storage.postgres.team import init_team as init
+
+    config = config or Config()
+    model = config.embedding.model
+    dim = DEFAULT_DIM if model == DEFAULT_MODEL else load_embedder(config.embedding).dim
+    return init(url, model, dim)
+
+
+def add_team_member(url: str, name: str) -> str:
+    """`recall team add-user NAME`: a login role in the team; returns its URL with a new password."""
+    from ..core.storage.postgres.team import add_member
+
+    return add_member(url, name)
