@@ -7,6 +7,7 @@ import json
 import time
 import uuid
 
+import pytest
 from conftest import load_payload, run_cli, stop_worker, stored, wait_until_embedded
 
 from memory_store import open_recall
@@ -47,6 +48,7 @@ def play(hooks, project, prompts: list[tuple[str, str]]) -> str:
 invoke = run_cli
 
 
+@pytest.mark.slow  # real hooks and a worker, checked end to end
 def test_forgotten_text_leaves_every_file_of_the_data_dir(hooks, home, project):
     """Reproduction of 2.3 item 1: a neighbour's hidden context kept the text findable and in recall.db."""
     play(hooks, project, [

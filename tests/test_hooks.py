@@ -48,6 +48,7 @@ def test_fact_from_session_one_is_injected_in_session_two(hooks, home, project):
     assert len(start.context) <= 1500 + 200 and len(prompt.context) <= 1500 + 200  # budget, far under 10,000
 
 
+@pytest.mark.slow  # real hooks and a worker, checked end to end
 def test_cued_prompt_injects_through_user_prompt_submit(hooks, home, project):
     """Without a SessionStart brief (e.g. the hot tier was already shown), the warm tier answers the question."""
     first_session(hooks, project)
@@ -58,6 +59,7 @@ def test_cued_prompt_injects_through_user_prompt_submit(hooks, home, project):
     assert "--canary" in result.context
 
 
+@pytest.mark.slow  # real hooks and a worker, checked end to end
 def test_other_project_never_sees_it(hooks, home, project, other_project):
     first_session(hooks, project)
     wait_until_embedded(home)
@@ -70,6 +72,7 @@ def test_other_project_never_sees_it(hooks, home, project, other_project):
     assert [h for h in store.search("staging deploy canary ship", project=str(project)) if "ship.sh" in h.text]
 
 
+@pytest.mark.slow  # real hooks and a worker, checked end to end
 def test_recall_search_json_finds_it(hooks, home, project):
     first_session(hooks, project)
     result = subprocess.run(
@@ -92,6 +95,7 @@ def test_subdirectory_shares_the_git_root_project(hooks, home, project):
     assert hits and hits[0].project == str(project)
 
 
+@pytest.mark.slow  # real hooks and a worker, checked end to end
 def test_no_repeat_within_a_session(hooks, home, project):
     first_session(hooks, project)
     wait_until_embedded(home)
@@ -103,6 +107,7 @@ def test_no_repeat_within_a_session(hooks, home, project):
     assert not (ids_one and two.context and set(two.context.split("[#")[1:]) & ids_one)
 
 
+@pytest.mark.slow  # real hooks and a worker, checked end to end
 def test_prompt_without_cues_injects_nothing(hooks, home, project):
     first_session(hooks, project)
     wait_until_embedded(home)
@@ -110,6 +115,7 @@ def test_prompt_without_cues_injects_nothing(hooks, home, project):
     assert send("UserPromptSubmit", prompt="deploy staging", prompt_id="c").stdout == ""
 
 
+@pytest.mark.slow  # real hooks and a worker, checked end to end
 def test_every_fixture_payload_exits_zero_with_clean_stdout(hooks, home, project):
     for path in sorted((ROOT / "tests" / "fixtures" / "hook-payloads").glob("*.json")):
         payload = json.loads(path.read_text())
@@ -205,6 +211,7 @@ def test_hook_timing_log_is_rotated(hooks, home, project):
     assert paths.log_file.stat().st_size < MAX_LOG_BYTES
 
 
+@pytest.mark.slow  # real hooks and a worker, checked end to end
 def test_a_session_that_moves_to_another_repository_follows_it(hooks, home, project, other_project):
     """CwdChanged (Claude Code 2.1's payload): the turn's prompt moves with the session, later events land in the
     new repository, and its brief comes once, with the next prompt there (Claude Code takes no context from

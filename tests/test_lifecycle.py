@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import load_payload, stop_worker, wait_until_embedded
 from test_hooks import session
 from typer.testing import CliRunner
@@ -100,6 +101,7 @@ def test_subagent_events_live_in_the_subagent_namespace(hooks, home, project, tm
     assert all("agent" in h and "trust" in h for h in hits)
 
 
+@pytest.mark.slow  # real hooks and a worker, checked end to end
 def test_nothing_is_injected_into_a_subagent_unless_configured(hooks, home, project):
     fact = "The staging deploy goes through scripts/ship.sh and needs the --canary flag"
     first = session(hooks, project)
@@ -141,6 +143,7 @@ def test_fixture_payloads_parse():
         assert parse_event(payload).hook_event_name == name
 
 
+@pytest.mark.slow  # real hooks and a worker, checked end to end
 def test_a_standing_preference_follows_the_user_to_another_project(hooks, home, project, other_project):
     send = session(hooks, project)
     send("SessionStart-startup")

@@ -98,6 +98,7 @@ def read_only(path):
     yield ["unshare", "--mount", "sh", "-c", f'mount --bind -o ro "{path}" "{path}" && exec "$@"', "sh"]
 
 
+@pytest.mark.slow  # real hooks and a worker, checked end to end
 def test_a_read_only_data_dir_is_one_line_and_search_still_works(hooks, home, project):
     first_session(hooks, project)
     stop_worker(home)
@@ -120,6 +121,7 @@ def test_a_read_only_data_dir_is_one_line_and_search_still_works(hooks, home, pr
     stop_worker(home)
 
 
+@pytest.mark.slow  # real hooks and a worker, checked end to end
 @pytest.mark.parametrize("mode, after", [(0o500, 0o500), (0o700, 0o700), (0o750, 0o700), (0o755, 0o700)])
 def test_the_data_dir_is_closed_to_others_but_never_opened(hooks, home, project, mode, after):
     """A mode its owner gave it stays (made read-only on purpose, it is not made writable); only access by

@@ -453,6 +453,7 @@ def test_higher_importance_outranks_an_equal_match(open_with, now):
         assert ids(hits) == [ids(ranked(project))[0]]
 
 
+@pytest.mark.slow  # real hooks and a worker, checked end to end
 def test_no_hook_adds_more_than_claude_codes_cap_whatever_the_config_says(open_with, tmp_path, now):
     """Claude Code keeps at most 10,000 characters of a hook's output: with every budget at its maximum, long
     memories, and a prompt that brings both the moved-into repository's brief and its own block, each hook's
