@@ -12,6 +12,7 @@ import fnmatch
 import os
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -41,6 +42,9 @@ from .stages import stage
 from .storage import Store
 from .trust import agent_name
 
+if TYPE_CHECKING:
+    from .embedding.embed import Models
+
 
 class BadEvent(ValueError):
     """The payload is not a usable hook event (logged, then dropped)."""
@@ -51,7 +55,7 @@ class Context:
     """One event on its way through a handler."""
 
     store: Store
-    models: object  # embed.Models: the warm tier searches with its embedder
+    models: Models  # the warm tier searches with its embedder
     event_id: str
     at: float  # when the hook received it (unix seconds)
     project: str
@@ -118,7 +122,7 @@ def log_search(ctx: Context, query: str) -> dict:
 LOG_SEARCH_LIMIT = 10
 
 
-def prepare(store: Store, models, payload: dict) -> None:
+def prepare(store: Store, models: Models, payload: dict) -> None:
     """Begin what an event's answer needs first, before the event is checked and stored: the worker calls it as soon as
     it has a hook's payload, and a prompt's embedding then starts ~0.4 ms earlier than on_prompt would start it (after
     the spool, the payload's validation, the duplicate check and the project's lookup; on_prompt's own `gate.prepare`
@@ -311,7 +315,7 @@ COMPACT_LOOKBACK = 7 * 86400.0  # a session's facts are looked for this far back
 assert set(HANDLERS) == set(HANDLED_EVENTS)
 
 
-def handle_event(store: Store, models, envelope: dict, *, respond: bool = True) -> dict | str:
+def handle_event(store: Store, models: Models, envelope: dict, *, respond: bool = True) -> dict | str:
     """Store what an event carries; return the hook's JSON output ({} for none), or for PreCompact the
     plain text Claude Code reads as compaction instructions.
 
@@ -356,7 +360,7 @@ def ignored(names: tuple[str, ...], globs: list[str]) -> bool:
     return any(fnmatch.fnmatch(name, os.path.expanduser(glob)) for glob in globs for name in names)
 
 
-def ingest_spool(store: Store, models) -> int:
+def ingest_spool(store: Store, models: Models) -> int:
     """Store every spooled event (oldest first), deleting each file once its event is committed.
     Safe to run from several processes at once: event ids make a second ingest a no-op."""
     folder = store.paths.spool
@@ -384,7 +388,7 @@ def skipped_turn_id(session_id: str, prompt_id: str) -> str:
     return f"skipped-turn:{session_id}:{prompt_id}"
 
 
-def session_brief(store: Store, event: SessionStart, project: str, now: float, models=None) -> dict:
+def session_brief(store: Store, event: SessionStart, project: str, now: float, models: Models | None = None) -> dict:
     """SessionStart: offer the brief of the hot tier (tiers.brief). A new session (startup, clear) gets
     what earlier sessions settled; after compaction the session's own recent work comes back too,
     since the summary replaced it; a resumed session only gets what it has not been shown yet."""

@@ -21,12 +21,16 @@ import time
 from datetime import datetime
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import parse_qs, urlencode, urlparse
 
 from ..core.injection.inject import kind_label
 from ..core.records import Hit
 from ..shared.projects import GLOBAL_PROJECT
 from ..shared.text import age, one_line
+
+if TYPE_CHECKING:
+    from ..api.recall import Recall
 
 KINDS = ("prompt", "exchange", "tool", "error", "note")
 PAGE_SIZE = 50
@@ -60,7 +64,7 @@ def _esc(value) -> str:
 class Viewer:
     """The pages, rendered from the API. `recall` is an open memory_store.api.Recall."""
 
-    def __init__(self, recall, token: str):
+    def __init__(self, recall: Recall, token: str):
         self.recall = recall
         self.token = token
         self.lock = threading.Lock()  # one request at a time on the shared Recall
@@ -132,7 +136,7 @@ class Viewer:
         return self.page("Search", form + heading + table)
 
     def _search(self, query: str, project: str | None, everything: bool):
-        shown = "all" if everything else "relevant"
+        shown: Literal["relevant", "all"] = "all" if everything else "relevant"
         return self.recall.search_through_worker(query, PAGE_SIZE * 2, project, shown=shown)
 
     def _table(self, memories, show_project: bool) -> str:
@@ -314,7 +318,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(HTTPStatus.SEE_OTHER, "", location=location)
 
 
-def make_server(recall, port: int = 0, token: str | None = None) -> tuple[ThreadingHTTPServer, str]:
+def make_server(recall: Recall, port: int = 0, token: str | None = None) -> tuple[ThreadingHTTPServer, str]:
     """The viewer's HTTP server on 127.0.0.1:`port` (0: any free port) and its URL with the token."""
     viewer = Viewer(recall, token or secrets.token_urlsafe(24))
     handler = type("Handler", (_Handler,), {"viewer": viewer})

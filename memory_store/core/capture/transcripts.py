@@ -15,12 +15,16 @@ import json
 import os
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
 from ...shared.projects import locate
 from ..records import MemoryDraft
 from .transcript_reader import ImportReport, SessionReader, parse_time, read_entries, text_blocks
+
+if TYPE_CHECKING:
+    from ..storage import Store
 
 __all__ = ["ImportReport", "find_transcripts", "import_paths", "import_file", "first_prompt"]
 
@@ -87,7 +91,7 @@ def is_recall_export(path: Path) -> bool:
     return isinstance(data, dict) and EXPORT_FIELDS <= set(data)
 
 
-def import_export_file(store, path: Path, report: ImportReport) -> int:
+def import_export_file(store: Store, path: Path, report: ImportReport) -> int:
     """Import a `recall export` file: each memory keeps its project, session, kind, text, time, importance,
     meta and pin. The event id is derived from the content, so importing the same export twice adds nothing."""
     items = []
@@ -119,7 +123,7 @@ def import_export_file(store, path: Path, report: ImportReport) -> int:
     return len(results)
 
 
-def import_file(store, path: Path, report: ImportReport, agents: list[Path] = ()) -> int:
+def import_file(store: Store, path: Path, report: ImportReport, agents: list[Path] = ()) -> int:
     """Import one transcript with its subagents' files, adding its numbers to `report`; returns how many
     events it held."""
     if is_recall_export(path):
@@ -166,7 +170,7 @@ def sessions_with_subagents(files: list[Path]) -> list[tuple[Path, list[Path]]]:
     return groups
 
 
-def import_paths(store, paths: list[Path], progress=None) -> ImportReport:
+def import_paths(store: Store, paths: list[Path], progress=None) -> ImportReport:
     """Import transcripts from files and directories. `progress(path)` is called after each file."""
     report = ImportReport()
     for path, agents in sessions_with_subagents(find_transcripts(paths)):

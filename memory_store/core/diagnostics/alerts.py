@@ -5,10 +5,14 @@ the user, never by the model); `recall doctor` lists them too."""
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from ...shared.files import atomic_write
 from ...shared.paths import DataPaths
 from ..config import Config, config_problems
+
+if TYPE_CHECKING:
+    from ..storage import Store
 
 
 def config_lines(config: Config) -> list[str]:
@@ -30,7 +34,8 @@ def recovery_line(note: dict) -> str:
             "`recall doctor` explains how to recover what it held.")
 
 
-def session_message(paths: DataPaths, config: Config, store=None, embedder=None, model_problem: str | None = None) -> str:
+def session_message(paths: DataPaths, config: Config, store: Store | None = None, embedder=None,
+                    model_problem: str | None = None) -> str:
     """The systemMessage for a new session: every config problem, an embedding model that could not be loaded, a
     store that refuses this worker's model, and a recovered database once."""
     lines = config_lines(config)

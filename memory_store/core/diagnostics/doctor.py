@@ -9,12 +9,16 @@ import os
 import stat
 import sys
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 from ...shared import spool
 from ...version import __version__
 from ..config import config_problems
 from ..storage import StorageUnavailable, Store
 from . import alerts
+
+if TYPE_CHECKING:
+    from ..embedding.embed import Models
 
 
 @dataclass
@@ -35,7 +39,7 @@ def _mode(path) -> int | None:
         return None
 
 
-def check_environment(models) -> list[Check]:
+def check_environment(models: Models) -> list[Check]:
     checks = [Check("python", sys.version_info >= (3, 10), f"{sys.version.split()[0]} at {sys.executable}",
                     "recall needs Python 3.10+")]
     embedder = models.embedder
@@ -48,7 +52,7 @@ def check_environment(models) -> list[Check]:
     return checks
 
 
-def check_store(store: Store, models) -> list[Check]:
+def check_store(store: Store, models: Models) -> list[Check]:
     """Where memories are kept, and whether it can be used (a shared database may be unreachable)."""
     try:
         engine = store.capabilities().engine
@@ -136,7 +140,7 @@ def check_recovery(store: Store) -> list[Check]:
                   f"~/.claude/projects` brings back the sessions Claude Code still has; then delete {moved}")]
 
 
-def diagnose(store: Store, models, worker_health: dict | None) -> list[Check]:
+def diagnose(store: Store, models: Models, worker_health: dict | None) -> list[Check]:
     checks = check_environment(models) + check_config(store) + check_files(store) + check_store(store, models)
     if checks[-1].name != "store" or checks[-1].ok:  # the database answers: look inside
         try:

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from collections import deque
+from typing import TYPE_CHECKING
 
 from .. import sentences
 from ..capture.capture import PROMPT_PREVIEW_CHARS, finish
@@ -21,6 +22,9 @@ from ..retrieval import code_paths, gate, turns, versions
 from ..storage import Store
 from ..timeparse import DAY
 from . import inject
+
+if TYPE_CHECKING:
+    from ..embedding.embed import Models
 
 HOUR = 3600.0
 HOT_KINDS = ("exchange", "prompt")
@@ -92,7 +96,7 @@ def is_cold(store: Store, created_at: float, now: float) -> bool:
     return created_at < warm_window_start(store, now)
 
 
-def warm_recall(store: Store, models, project: str, session_id: str, prompt: str, now: float) -> gate.Decision:
+def warm_recall(store: Store, models: Models, project: str, session_id: str, prompt: str, now: float) -> gate.Decision:
     """What the gate decides for a prompt (core/retrieval/gate.py). Skips what is already in this session's
     context: its own memories, what an earlier prompt of it got injected, and what the SessionStart brief
     showed, unless the prompt's answer from it says more than the brief's digest did (the brief shows each

@@ -14,8 +14,12 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from ...shared.text import mark_missing_files as marked
+
+if TYPE_CHECKING:
+    from ..storage import Store
 
 MAX_PATHS = 6  # per item: a memory that names more is a listing, judged by its first few
 NEWER_LOOKED_AT = 20  # later memories read for a missing file's new place
@@ -108,7 +112,7 @@ class CodeCheck:
         return path if os.path.isabs(path) else os.path.join(self.root, path)
 
 
-def checked_items(store, project: str, items: list) -> list:
+def checked_items(store: Store, project: str, items: list) -> list:
     """inject.Items as they stand against the code: marked, or left out when a newer memory names the new place."""
     check = CodeCheck(store, project)
     kept = []
@@ -119,7 +123,7 @@ def checked_items(store, project: str, items: list) -> list:
     return kept
 
 
-def checked_hits(store, hits: list, drop: bool = True) -> list:
+def checked_hits(store: Store, hits: list, drop: bool = True) -> list:
     """Search hits as they stand against the code: each names its missing files (`Hit.missing_files`, marked
     where shown); one whose file a newer memory names elsewhere is left out (`drop`)."""
     checks: dict[str, CodeCheck] = {}

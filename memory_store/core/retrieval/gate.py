@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ...shared.projects import GLOBAL_PROJECT, in_scope
 from .. import sentences
@@ -33,6 +34,9 @@ from ..timeparse import DAY
 from . import intent as intents
 from . import ranking, search, versions
 from .turns import Episode, episode, read_ahead
+
+if TYPE_CHECKING:
+    from ..embedding.embed import Models
 
 # While the prompt is embedded, the turns of the best lexical candidates are read, best first, until the meaning is
 # there or this many are read (most stay among the best after fusion); the gate then reads the rest as it judges. Both
@@ -96,7 +100,7 @@ def evidence(signals: dict, cfg) -> float:
     return value
 
 
-def prepare(store: Store, models, prompt: str) -> None:
+def prepare(store: Store, models: Models, prompt: str) -> None:
     """Start what `judge` will need first and can have early: the prompt's embedding, when the gate will search for
     it (the prompt hook stores the prompt meanwhile, ~1 ms of a prompt's wait)."""
     cfg: Config = store.config
@@ -106,7 +110,7 @@ def prepare(store: Store, models, prompt: str) -> None:
         models.embedder.start_ahead(prompt)
 
 
-def judge(store: Store, models, prompt: str, project: str, session_id: str | None, now: float | None = None,
+def judge(store: Store, models: Models, prompt: str, project: str, session_id: str | None, now: float | None = None,
           exclude_ids=frozenset(), complete: bool = False) -> Decision:
     """What the gate decides for `prompt` in `project` (read-only: nothing is stored or counted). Candidates are
     judged best-ranked first and, when the best-ranked are taken first (`gate.order` "score"), no further than the
@@ -117,7 +121,7 @@ def judge(store: Store, models, prompt: str, project: str, session_id: str | Non
                       complete)
 
 
-def _judge(store: Store, models, prompt: str, project: str, session_id: str | None, now: float,
+def _judge(store: Store, models: Models, prompt: str, project: str, session_id: str | None, now: float,
            exclude_ids, complete: bool) -> Decision:
     cfg: Config = store.config
     with stage("intent"):
@@ -338,7 +342,7 @@ def _unanswered(candidate: Candidate) -> bool:
     return "?" in candidate.memory.text and (turn is None or turn.answer is None)
 
 
-def _judge_by_cues(store: Store, models, decision: Decision, project: str, session_id: str | None, now: float,
+def _judge_by_cues(store: Store, models: Models, decision: Decision, project: str, session_id: str | None, now: float,
                    exclude_ids) -> Decision:
     """The seed's rule, kept as a setting (gate.mode = "cues"): a cue in the prompt, then the best
     `warm_top_k` memories of the warm window, each vetoed below `warm_min_similarity`."""

@@ -259,7 +259,7 @@ def shown_hits(store: Store, models: Models, query_text: str, limit: int = 10, p
 RELEVANT_DEPTH = 10  # `shown_hits` ranks at least this deep before it keeps the relevant ones
 
 
-def search(store: Store, models, query_text: str, limit: int = 10, project: str | None = None, *,
+def search(store: Store, models: Models, query_text: str, limit: int = 10, project: str | None = None, *,
            since: float | None = None, until: float | None = None, exclude_ids=frozenset(),
            exclude_session: str | None = None, fusion: str | None = None, touch: bool = True,
            now: float | None = None) -> list[Hit]:

@@ -20,10 +20,14 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from ..embedding.embed import similarities
 from ..records import Hit, Memory
 from ..terms import STOPWORDS, normalize_term, words
+
+if TYPE_CHECKING:
+    from ..storage import Store
 
 SAME_SUBJECT_COSINE = 0.35  # a looser bar than "the same text": the value words decide
 MIN_SHARED_WORDS = 2
@@ -168,7 +172,7 @@ def setting_names(text: str) -> list[str]:
     return sorted({key for (key, _), _ in _values(text) if _is_setting(key) and re.search(r"[_.]", key)})
 
 
-def prefer_current(store, decision, found, now: float) -> None:
+def prefer_current(store: Store, decision, found, now: float) -> None:
     """For each taken candidate, find the newest statements that give another value for something its
     excerpt says (the newest per changed measure, at most MAX_NEWER, the closest to the question first);
     they are attached to the candidate (`newer`) and shown with it, marked current."""
@@ -189,7 +193,7 @@ def prefer_current(store, decision, found, now: float) -> None:
         _values.cache_clear()
 
 
-def newer_versions(store, memories: list) -> dict[int, list]:
+def newer_versions(store: Store, memories: list) -> dict[int, list]:
     """For memories shown without a question (the SessionStart brief, search results, compaction's key facts):
     memory id -> the later statements that give another value for a value it states (the newest per measure)."""
     if not store.vectors_ready():
@@ -207,7 +211,7 @@ def newer_versions(store, memories: list) -> dict[int, list]:
     return found
 
 
-def _current(store, shown: str, own_ids: set[int], project: str, since: float, pool: list, query,
+def _current(store: Store, shown: str, own_ids: set[int], project: str, since: float, pool: list, query,
              by_words: bool) -> list:
     """The newest statements (at most MAX_NEWER, the closest to the question first when there is one) that give
     another value for something `shown` says (`by_words`: see _later_statements)."""
@@ -224,7 +228,7 @@ def _current(store, shown: str, own_ids: set[int], project: str, since: float, p
     return [entry[2] for entry in sorted(chosen.values(), key=lambda e: -e[1])[:MAX_NEWER]]
 
 
-def _later_statements(store, shown: str, own_ids: set[int], project: str, since: float, pool: list, query,
+def _later_statements(store: Store, shown: str, own_ids: set[int], project: str, since: float, pool: list, query,
                       by_words: bool):
     """(memory, similarity to the question, or 0) of statements of the project made after `since` that may give
     another value for what `shown` says: the nearest in meaning to the shown memories, and for a named setting

@@ -26,6 +26,11 @@ import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ...api import Recall
+    from ...core.storage import Store
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 METHOD_FUSION = {"fts": "fts", "dense": "dense", "hybrid": "weighted", "rrf": "rrf", "weighted": "weighted"}
@@ -141,7 +146,7 @@ def summarize(rows: list[dict]) -> dict:
     return summary
 
 
-def injection_check(recall, project: str, question: str, evidence: list[str], turns: dict[str, str],
+def injection_check(recall: Recall, project: str, question: str, evidence: list[str], turns: dict[str, str],
                     session_id: str, now: float, answer: str = "") -> dict:
     """What the UserPromptSubmit path would inject for this question (the gate's rules, with the
     memory ages as of the conversation's end), and whether the injected text holds an evidence turn:
@@ -169,7 +174,7 @@ def _words_held(text: str, turn: str) -> bool:
     return bool(wanted) and len(wanted & present) / len(wanted) >= 0.7
 
 
-def rank_bm25_search(store, project: str, question: str, cache: dict) -> list[str]:
+def rank_bm25_search(store: Store, project: str, question: str, cache: dict) -> list[str]:
     """The comparison that decided the archive's lexical engine: rank-bm25's BM25Okapi over the
     project's memories (own text plus neighbouring turns, the same terms FTS5 indexes), with the
     same query processing. The index is built in memory once per project, outside the timing."""

@@ -20,7 +20,11 @@ import secrets
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
+
+if TYPE_CHECKING:
+    from ...core.storage import Store
 
 SUBJECTS = ["the deploy script", "the cache layer", "the login page", "the CI pipeline", "the billing job",
             "the search index", "the API gateway", "the migration", "the test suite", "the docker image",
@@ -113,7 +117,7 @@ def _digest(text: str) -> str:
     return hashlib.sha1(" ".join(text.lower().split()).encode("utf-8")).hexdigest()
 
 
-def _load_sqlite(store, batches, embedder) -> None:
+def _load_sqlite(store: Store, batches, embedder) -> None:
     store.ensure_vector_index(embedder.name, embedder.dim)
     conn = store.db.conn
     for batch in batches:

@@ -12,13 +12,18 @@ memory this role cannot read drops it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .search import from_vector_send
+
+if TYPE_CHECKING:
+    from .state import PgState
 
 KEEP_CHANGES = 200_000  # older log rows are dropped now and then; a reader that far behind reloads
 
 
 class PgVectorFeed:
-    def __init__(self, store):
+    def __init__(self, store: PgState):
         self.store = store  # a PostgresStore (its connection, its team model)
         self._horizon = None  # pg_snapshot_xmin at the last read (xid8 as text)
 
