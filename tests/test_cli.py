@@ -143,3 +143,19 @@ def test_search_is_answered_by_the_worker_before_the_cli_is_imported(hooks, home
     stop_worker(home)  # no worker: the full CLI answers in process
     alone = recall("memory_store.shells.entry", "how do we deploy to staging?")
     assert alone.returncode == 0 and "ship.sh" in alone.stdout, alone.stderr
+
+
+def test_a_persons_searches_do_not_make_memories_permanent(home):
+    """Each `recall search` once counted its hits as used: after a few searches a user's glance had consolidated
+    them ("decay no more"). A person's search is looking; Claude's lookup through MCP is a use."""
+    from memory_store.api import search_anywhere
+    from memory_store.core.config import StrengthConfig
+
+    first, *_ = seed(home)
+    for _ in range(StrengthConfig().consolidate_after + 1):
+        assert "Postgres 16" in invoke("search", "postgres orders", "--project", "/p/app", "--home", str(home))
+    with open_recall(home) as recall:
+        assert recall.get([first])[0].access_count == 0
+    assert [h.id for h in search_anywhere(home, "postgres orders", project="/p/app", touch=True)][0] == first
+    with open_recall(home) as recall:
+        assert recall.get([first])[0].access_count == 1

@@ -164,9 +164,12 @@ def test_timeline_orders_a_session(recall):
 
 def test_access_counts_grow_when_hits_are_used(recall):
     a = recall.store.record("e1", draft("redis runs on port 6380 here"))
-    recall.search("redis port", project="/p/one")
-    recall.search("redis port", project="/p/one", touch=False)
+    recall.search("redis port", project="/p/one", touch=True)  # Claude's lookup (MCP)
+    recall.search("redis port", project="/p/one")  # a person's search: looking is not using
+    recall.search("redis port", project="/p/one", shown="relevant")
     assert recall.get([a.memory_id])[0].access_count == 1
+    recall.use([a.memory_id])
+    assert recall.get([a.memory_id])[0].access_count == 2
 
 
 def test_spooled_events_are_ingested_exactly_once(backend, home, project):

@@ -397,6 +397,8 @@ def test_access_counts_grow_when_injected_or_searched(store, project, now):
     memory = add(store, ROTATION[2], project=project, now=now, age=2 * DAY)
     embed(store)
     assert access_count(store, memory) == 0
+    store.store.mark_injected("s0", [memory], "SessionStart", now)  # the brief offers recent work: not a use
+    assert access_count(store, memory) == 0
 
     store.store.mark_injected("s1", [memory], "UserPromptSubmit", now)
     assert access_count(store, memory) == 1

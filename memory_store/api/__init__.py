@@ -41,17 +41,18 @@ def open_recall(home: str | os.PathLike | None = None, config: Config | None = N
 
 
 def search_anywhere(home: str | os.PathLike | None, query: str, limit: int = 10,
-                    project: str | None = None, place: str | None = None, shown: Shown = "relevant") -> list[Hit]:
+                    project: str | None = None, place: str | None = None, shown: Shown = "relevant", *,
+                    touch: bool = False) -> list[Hit]:
     """Search through the running worker (it holds the model: fast) or, without one, in this
     process after ingesting the spool and embedding a small backlog, so the answer is complete.
     `place`: the project's local root, noted as where it lives (see Store.note_project_path);
-    `shown`: "relevant" or "all" (Recall.search)."""
+    `shown`: "relevant" or "all"; `touch`: the hits count as used (Recall.search)."""
     paths = DataPaths(home)
-    hits = worker_client.search(paths, query, limit, project, place, shown)
+    hits = worker_client.search(paths, query, limit, project, place, shown, touch=touch)
     if hits is not None:
         return [Hit.model_validate(hit) for hit in hits]
     with open_recall(paths.home) as recall:
-        return recall.search_here(query, limit, project, place, shown)
+        return recall.search_here(query, limit, project, place, shown, touch=touch)
 
 
 def status(home: str | os.PathLike | None = None) -> dict:

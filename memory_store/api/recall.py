@@ -145,21 +145,23 @@ class Recall:
     # --- reading ---------------------------------------------------------------------------------
 
     def search(self, query: str, limit: int = 10, project: str | None = None, *, shown: Shown | None = None,
-               **options) -> list[Hit]:
+               touch: bool = False, **options) -> list[Hit]:
         """Best memories for `query` (see core.retrieval.search.search for the options). `shown`: as the search surfaces
         show them: "relevant", only those with evidence of being about it (core.retrieval.search.relevant; maybe none),
         as they stand now (an old value a newer hit changed left out, and one whose file a newer memory names
         elsewhere); "all", every hit. Either way a hit whose value a newer memory changed says so first
-        (core.retrieval.search.current_only), and a file it names that is gone says so (core.retrieval.code_paths)."""
+        (core.retrieval.search.current_only), and a file it names that is gone says so (core.retrieval.code_paths).
+        `touch`: the hits count as used (they strengthen, and consolidate after a few uses): for Claude's own
+        lookups (MCP), not a person's searches, which would make every memory they glance at permanent."""
         if shown == "relevant":
-            return shown_hits(self.store, self.models, query, limit, project, **options)
-        hits = run_search(self.store, self.models, query, limit, project, **options)
+            return shown_hits(self.store, self.models, query, limit, project, touch=touch, **options)
+        hits = run_search(self.store, self.models, query, limit, project, touch=touch, **options)
         if shown == "all":
             return code_paths.checked_hits(self.store, current_only(self.store, hits, drop=False), drop=False)
         return hits
 
     def search_here(self, query: str, limit: int = 10, project: str | None = None, place: str | None = None,
-                    shown: Shown = "relevant", *, embed_backlog: bool = True) -> list[Hit]:
+                    shown: Shown = "relevant", *, embed_backlog: bool = True, touch: bool = False) -> list[Hit]:
         """A search in this process with a complete answer: the spool ingested and (`embed_backlog`) a small backlog
         embedded first (a read-only data dir is searched as it is). `search_anywhere` asks the worker first."""
         if not self.read_only:
@@ -168,7 +170,7 @@ class Recall:
             self.ingest_spool()
             if embed_backlog and 0 < self.pending_embeddings() <= IN_PROCESS_EMBED_LIMIT:
                 self.embed_pending()
-        return self.search(query, limit=limit, project=project, shown=shown)
+        return self.search(query, limit=limit, project=project, shown=shown, touch=touch)
 
     def search_through_worker(self, query: str, limit: int = 10, project: str | None = None,
                               shown: Shown = "relevant") -> list[Hit]:
@@ -189,6 +191,12 @@ class Recall:
         block, _ids = inject.render_block(items, "Possibly relevant to this prompt:", self.config.inject.budget_chars,
                                           self.config.inject.max_item_chars, now)
         return decision, block
+
+    def use(self, ids: list[int]) -> None:
+        """Count these memories as used (Claude read them in full): they strengthen and, after a few uses,
+        consolidate (core/retrieval/strength.py)."""
+        if not self.read_only:
+            self.store.touch(ids)
 
     def get(self, ids: list[int]) -> list[Memory]:
         return self.store.get(ids)

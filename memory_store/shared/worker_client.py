@@ -19,13 +19,13 @@ def health(paths: DataPaths, timeout: float = 1.0) -> dict | None:
 
 
 def search(paths: DataPaths, query: str, limit: int, project: str | None, place: str | None = None,
-           shown: str | None = None, timeout: float = 5.0) -> list[dict] | None:
+           shown: str | None = None, timeout: float = 5.0, touch: bool = False) -> list[dict] | None:
     """Hits (as JSON objects) from the worker, which holds the model; None if no worker answers.
     `place`: the project's local root (the worker notes where the project lives); `shown`: as a person is
-    shown them, "relevant" or "all" (api.Recall.search)."""
+    shown them, "relevant" or "all"; `touch`: the hits count as used (api.Recall.search)."""
     try:
         answer = protocol.request(paths, {"op": "search", "query": query, "limit": limit, "project": project,
-                                          "place": place, "shown": shown}, timeout=timeout)
+                                          "place": place, "shown": shown, "touch": touch}, timeout=timeout)
     except protocol.WorkerUnavailable:
         return None
     return answer.get("hits") if answer.get("ok") else None

@@ -61,7 +61,7 @@ def build_server(home: str | None = None, project: str | None = None):
         if not query.strip():
             return fenced("No query given.")
         limit = max(1, min(int(limit), MAX_LIMIT))
-        hits = search_anywhere(home, query, limit=limit, project=scope_of(project))
+        hits = search_anywhere(home, query, limit=limit, project=scope_of(project), touch=True)  # Claude's lookup
         if not hits:
             return fenced(f"Nothing relevant found for {query!r}: recall holds no memory about it.")
         now = time.time()
@@ -86,6 +86,7 @@ def build_server(home: str | None = None, project: str | None = None):
         wanted = [int(i) for i in ids][:MAX_IDS]
         with open_recall(home, load_models=False) as recall:
             memories = recall.get(wanted)
+            recall.use([m.id for m in memories])  # Claude reads them for its task: a use
         if not memories:
             return fenced("None of these ids exist: " + ", ".join(f"#{i}" for i in wanted))
         now = time.time()

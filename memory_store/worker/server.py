@@ -207,6 +207,7 @@ class Worker:
             hits = self.recall.search(
                 str(message.get("query", "")), limit=int(message.get("limit", 10)), project=message.get("project"),
                 shown=message.get("shown") if message.get("shown") in SHOWN else None,
+                touch=message.get("touch") is True,
             )
             with stages.stage("render"):
                 answer = {"ok": True, "hits": [h.model_dump(mode="json") for h in hits]}

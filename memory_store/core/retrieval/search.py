@@ -246,14 +246,18 @@ def current_only(store: Store, hits: list[Hit], drop: bool = True) -> list[Hit]:
     return current
 
 
-def shown_hits(store: Store, models: Models, query_text: str, limit: int = 10, project: str | None = None,
-               **options: Any) -> list[Hit]:
+def shown_hits(store: Store, models: Models, query_text: str, limit: int = 10, project: str | None = None, *,
+               touch: bool = False, **options: Any) -> list[Hit]:
     """What the search surfaces show for `query_text` (`recall search`, /recall:log-search, MCP, viewer): the hits
     with evidence of being about it, as they stand now (an old value a newer hit changed left out), a file a hit
-    names that is gone said so. Ranked deeper than asked: what the floor or a newer value leaves out makes room."""
-    hits = search(store, models, query_text, max(limit * 2, RELEVANT_DEPTH), project, **options)
-    hits = current_only(store, relevant(hits, query_text, store.config.search, models.embedder))
-    return checked_hits(store, hits)[:limit]
+    names that is gone said so. Ranked deeper than asked: what the floor or a newer value leaves out makes room.
+    `touch`: the hits shown (not the deeper ranking) count as used."""
+    hits = search(store, models, query_text, max(limit * 2, RELEVANT_DEPTH), project, touch=False, **options)
+    hits = checked_hits(store, current_only(store, relevant(hits, query_text, store.config.search, models.embedder)))
+    shown = hits[:limit]
+    if touch and shown and not store.read_only:
+        store.touch([hit.id for hit in shown], options.get("now"))
+    return shown
 
 
 RELEVANT_DEPTH = 10  # `shown_hits` ranks at least this deep before it keeps the relevant ones

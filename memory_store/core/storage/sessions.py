@@ -87,8 +87,10 @@ class Sessions(StoreContract):
                 "ON CONFLICT(session_id, memory_id) DO UPDATE SET injected_at = excluded.injected_at, "
                 "hook = excluded.hook",
                 [(session_id, m, at, hook) for m in memory_ids])
-            self.db.many("UPDATE memories SET access_count = access_count + 1, last_accessed = ? WHERE id = ?",
-                         [(at, m) for m in memory_ids])
+            if hook != "SessionStart":  # a memory the gate chose for a prompt is a use; the brief only offers recent
+                # work (counted, every memory glanced at each session start would soon decay no more)
+                self.db.many("UPDATE memories SET access_count = access_count + 1, last_accessed = ? WHERE id = ?",
+                             [(at, m) for m in memory_ids])
 
     def reset_injections(self, session_id: str) -> None:
         """After compaction the context no longer holds what was injected: allow it again."""
