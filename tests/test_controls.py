@@ -83,6 +83,8 @@ def test_pause_resume_and_expiry(hooks, home, project, other_project):
 
     out = cli("pause", "--all", "--for", "1s", "--home", home).stdout
     assert "paused every project until" in out
+    one = cli("resume", "--project", project, "--home", home, ok=False)  # it cannot come back alone: no claim
+    assert one.exit_code == 1 and "resumed" not in one.stdout and "still paused: every project" in one.stdout
     send("UserPromptSubmit", prompt="all-paused-marker is not kept", prompt_id="p3")
     time.sleep(1.2)
     send("UserPromptSubmit", prompt="expired-marker is kept", prompt_id="p4")
@@ -238,6 +240,7 @@ def test_mcp_tools_over_stdio(hooks, home, project):
         tools = {t["name"]: t for t in mcp.request("tools/list")["result"]["tools"]}
         assert {"search", "timeline", "get_memories", "remember"} <= set(tools)
         assert set(tools["search"]["inputSchema"]["properties"]) >= {"query", "limit", "project"}
+        assert all("  " not in t["description"] and "\n" not in t["description"] for t in tools.values())
 
         index = mcp.call("search", query="staging deploy script canary", limit=5)
         assert index.startswith("<recall-memory>") and index.rstrip().endswith("</recall-memory>")

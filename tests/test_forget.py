@@ -127,6 +127,9 @@ def test_forget_stays_in_its_project_and_asks_before_deleting_several(home):
     several = invoke("forget", "--match", "alpha", "--project", "/p/a", "--home", home, ok=False)
     assert several.exit_code == 1 and "--yes" in several.stderr and "3 memories in /p/a" in several.stderr
     assert open_recall(home, load_models=False).store.counts()["memories"] == 4
+    one = invoke("forget", "--match", "fact in b", "--all-projects", "--home", home, ok=False)  # one rule: a
+    assert one.exit_code == 1 and "--yes" in one.stderr  # selection is confirmed, however few it holds
+    assert open_recall(home, load_models=False).store.counts()["memories"] == 4
 
     older = json.loads(invoke("forget", "--before", "9d", "--project", "/p/a", "--yes", "--json", "--home",
                               home).stdout)

@@ -8,6 +8,7 @@ import this module (pydantic costs ~60 ms); it has only transport limits of its 
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -334,11 +335,23 @@ def load_config(path: Path | None) -> Config:
                     value = masked(value) if isinstance(value, str) else "(not shown)"
                 problems.append(ConfigProblem(
                     str(path), ".".join(location), json.dumps(value, default=str)[:80],
-                    "unknown setting" if unknown else error["msg"], "" if unknown else _default_of(location)))
+                    unknown_setting(location) if unknown else error["msg"], "" if unknown else _default_of(location)))
     else:
         config = Config()
     config._problems = problems
     return config
+
+
+def unknown_setting(location: list[str]) -> str:
+    """"unknown setting", with the known one it most likely meant ("did you mean tiers.warm_top_k?")."""
+    node: type[BaseModel] = Config
+    for part in location[:-1]:
+        field = node.model_fields.get(part)
+        if field is None or not (isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)):
+            return "unknown setting"
+        node = field.annotation
+    close = difflib.get_close_matches(location[-1], list(node.model_fields), n=1, cutoff=0.6)
+    return f"unknown setting (did you mean {'.'.join([*location[:-1], close[0]])}?)" if close else "unknown setting"
 
 
 def config_problems(config: Config) -> list[ConfigProblem]:

@@ -51,10 +51,14 @@ def build_server(home: str | None = None, project: str | None = None):
         "to earlier work, asks why something was decided, or meets an error seen before: `search` first (a "
         "compact index), then `timeline` or `get_memories` for the few ids that matter."))
 
+    def tool(function):
+        """A tool whose description is its docstring on one line (the indentation is not the model's to read)."""
+        return server.tool(description=" ".join((function.__doc__ or "").split()))(function)
+
     def scope_of(given: str | None) -> str:
         return project_for(given) if given else default_project
 
-    @server.tool()
+    @tool
     def search(query: str, limit: int = 10, project: str | None = None) -> str:
         """Search recall's memory of earlier sessions in this project. Returns a compact index, one line
         per memory: id, age, kind and its gist. Follow up with get_memories(ids) or timeline(id)."""
@@ -69,7 +73,7 @@ def build_server(home: str | None = None, project: str | None = None):
         lines += [f"- {_stamp(h, now)}: {one_line(h.marked_text(), INDEX_LINE_CHARS)}" for h in hits]
         return fenced("\n".join(lines))
 
-    @server.tool()
+    @tool
     def timeline(id: int, before: int = 5, after: int = 5) -> str:
         """The memories around one memory id, in order: what led to it and what followed."""
         with open_recall(home, load_models=False) as recall:
@@ -80,7 +84,7 @@ def build_server(home: str | None = None, project: str | None = None):
         lines = [("→ " if m.id == int(id) else "  ") + f"{_stamp(m, now)}: {one_line(m.text, 400)}" for m in memories]
         return fenced("\n".join(lines))
 
-    @server.tool()
+    @tool
     def get_memories(ids: list[int]) -> str:
         """The full text of memories by id (at most 20 at a time)."""
         wanted = [int(i) for i in ids][:MAX_IDS]
@@ -100,7 +104,7 @@ def build_server(home: str | None = None, project: str | None = None):
             parts.append("Not found: " + ", ".join(f"#{i}" for i in missing))
         return fenced("\n\n".join(parts))
 
-    @server.tool()
+    @tool
     def remember(text: str, scope: str = "project") -> str:
         """Keep a note for later sessions: scope "project" (this project) or "global" (every project, for
         the user's standing preferences). Secrets are redacted before anything is stored."""

@@ -125,7 +125,8 @@ def check_config(store: Store) -> list[Check]:
     if not problems:
         return [Check("config", True, f"{store.paths.config} " + ("valid" if store.paths.config.exists()
                                                                    else "absent: defaults"))]
-    return [Check("config", False, str(problem), f"fix or remove this setting in {store.paths.config}")
+    return [Check("config", False, str(problem), f"fix the file's JSON syntax in {store.paths.config}" if not problem.key
+                  else f"fix or remove this setting in {store.paths.config}")
             for problem in problems]
 
 

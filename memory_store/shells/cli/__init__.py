@@ -25,8 +25,10 @@ def main_callback(
 
 
 def main() -> None:
+    if len(sys.argv) == 1:  # bare `recall`: its help is the answer, not a usage error (click exits 2 for it)
+        sys.argv.append("--help")
     try:
-        app()
+        app(prog_name="recall")  # also when run as `python -m memory_store.shells.cli` (the plugin's bin/recall)
     except StorageUnavailable as exc:  # a shared database that cannot be reached: one line, not a traceback
         typer.echo(f"recall: {exc}", err=True)
         sys.exit(1)

@@ -36,12 +36,14 @@ def forget(
                                                   "or age (30d).")] = None,
     match: Annotated[str | None, typer.Option("--match", help="Memories whose text contains this "
                                                  "(case-insensitive); also removed from logs.")] = None,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before deleting several memories.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before deleting a selection.")] = False,
     home: HomeOption = None,
     json_output: JsonOption = False,
 ):
     """Delete memories for good: their text leaves the database, its index, the neighbours' context, the
-    spool and the logs. Limited to the current project unless --project or --all-projects.
+    spool and the logs. Limited to the current project unless --project or --all-projects. Ids named one by one
+    are forgotten at once; a selection (--match, --session, --before, --project) is shown and confirmed first,
+    or taken with --yes (required without a terminal).
     Examples: recall forget 12 · recall forget --match CorrectHorse42 · recall forget --before 90d --yes"""
     if project and all_projects:
         raise typer.BadParameter("use either --project or --all-projects")
@@ -57,7 +59,7 @@ def forget(
         missing = sorted(set(wanted) - {m.id for m in selected})
         others = [m for m in selected if not recall.is_mine(m)]  # a teammate's shared memory
         selected = [m for m in selected if recall.is_mine(m)]
-        if len(selected) > 1:
+        if selected and (session or before or match is not None or not wanted):  # a selection, not ids named
             confirm_or_stop(f"Forget {memories_by_project(selected)}?", yes)
         gone = recall.forget([m.id for m in selected], also=[match] if match else [])
     for memory in others:
@@ -251,9 +253,13 @@ def resume(
     scope = None if all_projects else resolve_project(project, False)
     left = pausing.resume(str(DataPaths(home).home), scope)
     still = (["every project"] if left["all"] is not False else sorted(left["projects"])) if left else []
+    everything_paused = scope is not None and bool(left) and left["all"] is not False
     if json_output:
-        emit_json({"resumed": scope or "every project", "still_paused": still})
+        emit_json({"resumed": None if everything_paused else scope or "every project", "still_paused": still})
         return
+    if everything_paused:  # a project cannot come back while every project is paused: say so, claim nothing
+        typer.echo(f"still paused: every project, {scope} included (recall resume --all resumes everything)")
+        raise typer.Exit(1)
     typer.echo(f"resumed {'every project' if scope is None else scope}")
     if still:
         typer.echo("still paused: " + ", ".join(still) + " (recall resume --all resumes everything)")

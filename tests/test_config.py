@@ -1,0 +1,29 @@
+"""config.json read as a user writes it: a typo is named with the setting it most likely meant, a file that is not
+JSON says so (and `recall doctor` asks for its syntax to be fixed, not for a setting to be removed)."""
+
+from __future__ import annotations
+
+import json
+
+from memory_store import open_recall
+from memory_store.core.config import config_problems, load_config
+from memory_store.shared.paths import DataPaths
+
+
+def test_a_misspelt_setting_is_named_with_the_one_it_meant(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"tiers": {"warm_topk": 3, "hot_size": 4}, "injct": {}, "gate": {"zzz": 1}}))
+    config = load_config(path)
+    said = {p.key: p.reason for p in config_problems(config)}
+    assert said == {"tiers.warm_topk": "unknown setting (did you mean tiers.warm_top_k?)",
+                    "injct": "unknown setting (did you mean inject?)", "gate.zzz": "unknown setting"}
+    assert config.tiers.hot_size == 4  # the rest of the file still applies
+
+
+def test_a_file_that_is_not_json_asks_for_its_syntax_to_be_fixed(home):
+    DataPaths(home).home.mkdir(parents=True, exist_ok=True)
+    DataPaths(home).config.write_text('{"tiers": {"warm_top_k": 3,}}')
+    with open_recall(home, load_models=False) as recall:
+        checks = [c for c in recall.diagnose() if c.name == "config"]
+    assert len(checks) == 1 and not checks[0].ok
+    assert "not JSON" in checks[0].detail and "JSON syntax" in checks[0].hint
