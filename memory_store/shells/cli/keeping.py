@@ -253,7 +253,7 @@ def resume(
     scope = None if all_projects else resolve_project(project, False)
     left = pausing.resume(str(DataPaths(home).home), scope)
     still = (["every project"] if left["all"] is not False else sorted(left["projects"])) if left else []
-    everything_paused = scope is not None and bool(left) and left["all"] is not False
+    everything_paused = scope is not None and left is not None and left["all"] is not False
     if json_output:
         emit_json({"resumed": None if everything_paused else scope or "every project", "still_paused": still})
         return
