@@ -118,6 +118,15 @@ def test_a_read_only_data_dir_is_one_line_and_search_still_works(hooks, home, pr
         assert start.returncode == 0
         output = json.loads(start.stdout)
         assert "cannot write its data dir" in output["systemMessage"]
+
+        # The diagnoses name the cause: not a damaged index to repair, nor a worker the next hook would start.
+        cli = [sys.executable, "-m", "memory_store.shells.cli"]
+        env = dict(os.environ, RECALL_HOME=str(home))
+        status = subprocess.run(prefix + cli + ["status"], capture_output=True, text=True, env=env)
+        assert status.returncode == 1 and "NOT writable" in status.stdout
+        assert "the next hook starts it" not in status.stdout and "none can start" in status.stdout
+        doctor = subprocess.run(prefix + cli + ["doctor"], capture_output=True, text=True, env=env)
+        assert "cannot be written" in doctor.stdout and "--repair" not in doctor.stdout, doctor.stdout
     stop_worker(home)
 
 

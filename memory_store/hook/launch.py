@@ -66,6 +66,13 @@ def main(argv: list[str]) -> int:
             if os.name == "nt":  # no exec on Windows: run and pass the status on
                 return subprocess.run(args, env=env).returncode
             os.execve(python, args, env)
+    if not os.access(paths.home if paths.home.exists() else paths.home.parent, os.W_OK):
+        # The first-run setup builds recall's Python in the data dir: it cannot, so none will come.
+        sys.stderr.write(
+            f"recall: its data dir {paths.home} cannot be written, so the first-run setup cannot install recall's "
+            f"Python there: give your user write access to it, or set RECALL_PYTHON to a Python with recall "
+            f"installed (`pip install {ROOT}`).\n")
+        return 1
     sys.stderr.write(
         "recall: no Python with recall's dependencies was found. If the plugin was just installed, its "
         f"first-run setup may still be running (see {paths.bootstrap_log}); otherwise run "

@@ -76,6 +76,10 @@ def check_files(store: Store) -> list[Check]:
     checks = [Check("data dir", home_mode is not None and home_mode & 0o077 == 0,
                     f"{paths.home} (mode {oct(home_mode) if home_mode is not None else 'missing'})",
                     "chmod 700 the data dir")]
+    if store.read_only:  # the cause of what else looks wrong here: name it first
+        checks.append(Check("writable", False, f"{paths.home} cannot be written: searched as it is, nothing is "
+                            "captured and no worker can start there",
+                            f"give your user write access to it (chmod u+w {paths.home} and its files)"))
     loose = [p.name for p in (paths.db, paths.log_file) if (_mode(p) or 0) & 0o077]
     checks.append(Check("file permissions", not loose, "database and logs are private" if not loose
                         else f"readable by others: {', '.join(loose)}", "chmod 600 them"))
@@ -94,6 +98,9 @@ def check_database(store: Store) -> list[Check]:
     checks = [Check("integrity", not problems, "; ".join(problems[:5]) or "ok",
                     "restore from a backup or run `recall doctor --repair` for derived indexes"),
               Check("schema", version == latest, f"version {version} of {latest}")]
+    if store.read_only:  # checking the text index writes to it: a read-only file cannot say
+        checks.append(Check("fts index", True, "not checked: the data dir cannot be written"))
+        return checks
     fts = store.text_index_problem()
     checks.append(Check("fts index", fts is None, "full-text index matches the memories" if fts is None
                         else f"full-text index out of step: {fts}", "recall doctor --repair"))

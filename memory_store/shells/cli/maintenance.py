@@ -253,6 +253,8 @@ def status(home: HomeOption = None, json_output: JsonOption = False):
         typer.echo(f"worker     running: pid {worker['pid']}, up {age_of(worker['uptime_s'])}, "
                    f"{worker['rss_mb']} MB, model {worker['model']}"
                    + (f"; store: {worker['storage']}" if worker.get("storage") not in (None, "ok") else ""))
+    elif not folder["writable"]:
+        typer.echo("worker     not running (none can start while the data dir cannot be written)")
     else:
         typer.echo("worker     not running (the next hook starts it)")
     if worker.get("last_error"):
@@ -272,11 +274,16 @@ def status(home: HomeOption = None, json_output: JsonOption = False):
     typer.echo(f"spool      {plural(spool['waiting'], 'event')} waiting"
                + (f", {spool['unreadable']} unreadable kept aside" if spool["unreadable"] else ""))
     waiting = data["embeddings_waiting"]
-    typer.echo("embeddings " + (f"{waiting} waiting" if waiting is not None else "unknown (no worker)"))
+    unreachable = worker["running"] and worker.get("storage") not in (None, "ok")
+    typer.echo("embeddings " + (f"{waiting} waiting" if waiting is not None
+                                else "unknown (the store cannot be reached)" if unreachable
+                                else "unknown (no worker)"))
     problems = data["config_problems"]
     typer.echo("config     " + ("valid" if not problems else problems[0]))
     for problem in problems[1:]:
         typer.echo(f"           {problem}")
+    if unreachable or not folder["writable"]:  # recall is not working: say so to scripts too
+        raise typer.Exit(1)
 
 
 def age_of(seconds) -> str:
