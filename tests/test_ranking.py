@@ -113,3 +113,33 @@ def test_a_match_can_be_required_to_hold_the_rarer_words():
         '("rugosun") AND ("deploy" OR "rugosun")'
     assert fts_expression(["deploy", "rugosun"], required=["rugosun", "deploy"]) == '"deploy" OR "rugosun"'
     assert fts_expression([]) is None
+
+
+def test_an_exact_identifier_wins_over_loose_matches_of_its_words(home):
+    """`recall search ERR_LEDGER_LOCKED` once ranked an unrelated decision about a locked ledger (its words, pinned,
+    important, recent) above the one memory holding the code: the text index splits the identifier into common
+    words. A hit holding the query's identifier verbatim now comes first."""
+    import time
+
+    from memory_store import open_recall
+    from memory_store.core.records import MemoryDraft
+    from memory_store.core.retrieval.search import identifiers
+
+    assert identifiers("what does max_connections do in v2.4.1?") == ["max_connections", "v2.4.1"]
+    assert identifiers("TS2345 after --dry-run in useEffect") == ["TS2345", "--dry-run", "useEffect"]
+    assert identifiers("why did the deploy fail yesterday?") == []
+    now = time.time()
+    loose = [("note", "Decision: the ledger stays locked during the nightly reconciliation; err on the safe side.", 0),
+             ("note", "The ledger is locked by the migration job; errors there are expected until it ends.", 1),
+             ("exchange", "Locked ledger entries can be unlocked by an admin; the err log lists them.", 2)]
+    exact = ("tool", "Bash `python import.py` → Traceback ... raise ImportFailed(code='ERR_LEDGER_LOCKED')", 960)
+    with open_recall(home) as recall:
+        ids = [recall.store.record(f"e{i}", MemoryDraft(project="/p", session_id=f"s{i}", kind=kind, text=text,
+                                                        created_at=now - 3600 * hours,
+                                                        importance=0.95 if kind == "note" else 0.3)).memory_id
+               for i, (kind, text, hours) in enumerate([*loose, exact])]
+        recall.store.set_pinned(ids[:2], True)
+        recall.embed_pending()
+        assert recall.search("ERR_LEDGER_LOCKED", project="/p", shown="all")[0].id != ids[3]  # the ranking alone
+        shown = recall.search("ERR_LEDGER_LOCKED", project="/p", shown="relevant")
+        assert shown[0].id == ids[3] and len(shown) == 4

@@ -14,6 +14,7 @@ reruns that comparison.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -252,8 +253,9 @@ def shown_hits(store: Store, models: Models, query_text: str, limit: int = 10, p
     with evidence of being about it, as they stand now (an old value a newer hit changed left out), a file a hit
     names that is gone said so. Ranked deeper than asked: what the floor or a newer value leaves out makes room.
     `touch`: the hits shown (not the deeper ranking) count as used."""
-    hits = search(store, models, query_text, max(limit * 2, RELEVANT_DEPTH), project, touch=False, **options)
-    hits = checked_hits(store, current_only(store, relevant(hits, query_text, store.config.search, models.embedder)))
+    ranked = search(store, models, query_text, max(limit * 2, RELEVANT_DEPTH), project, touch=False, **options)
+    hits = exact_first(query_text, ranked, relevant(ranked, query_text, store.config.search, models.embedder))
+    hits = checked_hits(store, current_only(store, hits))
     shown = hits[:limit]
     if touch and shown and not store.read_only:
         store.touch([hit.id for hit in shown], options.get("now"))
@@ -261,6 +263,29 @@ def shown_hits(store: Store, models: Models, query_text: str, limit: int = 10, p
 
 
 RELEVANT_DEPTH = 10  # `shown_hits` ranks at least this deep before it keeps the relevant ones
+
+# An identifier in a query (ERR_LEDGER_LOCKED, max_connections, v2.4.1, TS2345, useEffect, --dry-run): a word with an
+# inner underscore, dot, slash or dash, a digit beside letters, or a capital inside. The text index splits it into
+# common words ("ledger", "locked") that loose matches share, so the memory holding it verbatim can rank below them.
+_IDENTIFIER = re.compile(r"(?<![\w.\-/])(?=[\w.\-/]*[A-Za-z])(?:[\w\-]+[_.\-/][\w.\-/]*\w|[A-Za-z]+\d[\w]*|\d+[A-Za-z]\w*"
+                         r"|[a-z]+[A-Z]\w*)")
+
+
+def identifiers(query_text: str) -> list[str]:
+    """The identifier-like words of a query (at least 4 characters), as typed."""
+    return [w for w in dict.fromkeys(_IDENTIFIER.findall(query_text)) if len(w) >= 4]
+
+
+def exact_first(query_text: str, ranked: list[Hit], kept: list[Hit]) -> list[Hit]:
+    """`kept` (the relevant hits, best first) with the hits that hold one of the query's identifiers verbatim before
+    the rest, those holding more of them first; such a hit is evidence of being about the query whatever the
+    relevance floor says of it, so it is taken from `ranked` when `kept` left it out."""
+    wanted = [w.lower() for w in identifiers(query_text)]
+    if not wanted:
+        return kept
+    held = {hit.id: sum(w in shown_text(hit).lower() for w in wanted) for hit in ranked}
+    exact = sorted((h for h in ranked if held[h.id]), key=lambda h: -held[h.id])  # stable: rank order within
+    return exact + [h for h in kept if not held.get(h.id)]
 
 
 def search(store: Store, models: Models, query_text: str, limit: int = 10, project: str | None = None, *,
