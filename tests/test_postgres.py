@@ -290,3 +290,27 @@ def test_memories_of_the_local_file_move_to_the_server_by_export_and_import(team
     shared.close()
     again = json.loads(cli("import", str(exported), "--no-embed", "--home", str(home), "--json"))
     assert again["new_memories"] == 0  # the same export twice adds nothing
+
+
+def test_the_viewer_offers_only_what_a_teammate_may_do_and_says_why_it_refused(team_database, tmp_path, monkeypatch):
+    """Forgetting a teammate's shared memory in the viewer once went back to search with the memory still there and
+    no word why; Pin and Forget were offered on it. The CLI said why; now the viewer does too."""
+    from memory_store.shells.viewer import Viewer
+
+    alice = as_member(monkeypatch, team_database.alice, tmp_path / "alice")
+    shared = alice.store.record("a1", note("Releases are cut on Tuesdays", visibility="team")).memory_id
+    alice.close()
+    bob = as_member(monkeypatch, team_database.bob, tmp_path / "bob")
+    try:
+        viewer = Viewer(bob, "t0k3n")
+        status, page = viewer.memory(shared, {})
+        assert status == 200 and "Forget for good" not in page and "only its author can pin or forget it" in page
+        assert viewer.confirm_forget(shared)[0] == 403
+        for action in ("forget", "pin"):
+            location = viewer.act(shared, action, confirmed=True)
+            assert f"refused={action}" in location and bob.get([shared])
+            assert "Not done" in viewer.memory(shared, {"refused": action})[1]
+        mine = bob.store.record("b1", note("bob's own note")).memory_id
+        assert "Forget for good" in viewer.memory(mine, {})[1]
+    finally:
+        bob.close()

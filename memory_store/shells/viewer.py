@@ -49,7 +49,7 @@ pre{white-space:pre-wrap;word-break:break-word;margin:6px 0}form.inline{display:
 button{cursor:pointer;padding:4px 10px}
 button.danger,a.button.danger{background:#b3261e;color:#fff;border:0;border-radius:4px}
 a.button{padding:4px 10px;text-decoration:none;display:inline-block}
-input,select{padding:4px}.why{color:#37613a}.current{background:#fff7d6}
+input,select{padding:4px}.why{color:#37613a}.current{background:#fff7d6}.refused{color:#b3261e}
 """
 
 
@@ -160,9 +160,15 @@ class Viewer:
         memory = found[0]
         question = memory.meta.get("prompt") if memory.kind == "exchange" else None
         pin = "unpin" if memory.pinned else "pin"
-        actions = (f'<form class="inline" method="post" action="/memory/{memory.id}/{pin}">{self.hidden_token()}'
-                   f'<button type="submit" name="do" value="{pin}">{pin.capitalize()}</button></form> '
-                   f'<a class="button danger" href="{self.link(f"/memory/{memory.id}/forget")}">Forget for good…</a>')
+        if self.recall.is_mine(memory):
+            actions = (f'<form class="inline" method="post" action="/memory/{memory.id}/{pin}">{self.hidden_token()}'
+                       f'<button type="submit" name="do" value="{pin}">{pin.capitalize()}</button></form> '
+                       f'<a class="button danger" href="{self.link(f"/memory/{memory.id}/forget")}">Forget for good…</a>')
+        else:  # offer only what this user may do
+            actions = f'<span class="muted">{_esc(_not_yours(memory))}</span>'
+        refused = params.get("refused")
+        if refused in ("pin", "unpin", "forget"):
+            actions = f'<b class="refused">Not done ({_esc(refused)}): {_esc(_not_yours(memory))}</b><br>' + actions
         facts = (f'<p class="muted">#{memory.id} · <span class="kind">{_esc(kind_label(memory))}</span> · '
                  f'{_stamp(memory.created_at.timestamp())} · {_esc(_project_name(memory.project))} · session '
                  f'<a href="{self.link("/injections", session=memory.session_id)}">{_esc(memory.session_id or "-")}</a>'
@@ -185,6 +191,9 @@ class Viewer:
         if not found:
             return 404, self.page("Not found", f"<p>No memory #{memory_id} (forgotten, or never stored).</p>")
         memory = found[0]
+        if not self.recall.is_mine(memory):
+            return 403, self.page(f"Memory #{memory.id}", f'<p class="refused">{_esc(_not_yours(memory))}</p>'
+                                  f'<p><a href="{self.link(f"/memory/{memory.id}")}">Back to #{memory.id}</a></p>')
         body = (f'<div class="card"><p>Forget #{memory.id} for good? Its text leaves the database, its index, the '
                 f'neighbouring turns\' context, the spool and the logs; it cannot be undone.</p>'
                 f'<pre>{_esc(memory.text)}</pre>'
@@ -224,7 +233,11 @@ class Viewer:
     # --- actions -----------------------------------------------------------------------------------
 
     def act(self, memory_id: int, action: str, confirmed: bool = False) -> str:
-        """pin, unpin or forget (only once confirmed on its own page); returns where to go next."""
+        """pin, unpin or forget (only once confirmed on its own page); returns where to go next. A memory this user
+        may not change comes back to its page saying why."""
+        found = self.recall.get([memory_id])
+        if found and not self.recall.is_mine(found[0]):
+            return f"/memory/{memory_id}?{urlencode({'token': self.token, 'refused': action})}"
         if action == "forget" and not confirmed:
             return f"/memory/{memory_id}/forget?{urlencode({'token': self.token})}"
         if action == "forget":
@@ -233,6 +246,10 @@ class Viewer:
             return f"/search?{urlencode({'token': self.token, **({'project': project} if project else {})})}"
         self.recall.pin([memory_id], action == "pin")
         return f"/memory/{memory_id}?{urlencode({'token': self.token})}"
+
+
+def _not_yours(memory) -> str:
+    return f"#{memory.id} is {memory.owner or 'a teammate'}'s shared memory: only its author can pin or forget it."
 
 
 def plural(count: int, word: str, many: str) -> str:
