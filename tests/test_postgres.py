@@ -314,3 +314,24 @@ def test_the_viewer_offers_only_what_a_teammate_may_do_and_says_why_it_refused(t
         assert "Forget for good" in viewer.memory(mine, {})[1]
     finally:
         bob.close()
+
+
+def test_a_teammates_shared_prompt_is_shown_with_its_author_not_as_an_open_question(team_database, tmp_path,
+                                                                                     monkeypatch):
+    """Her answer is private to her: bob's brief once showed alice's shared prompt as '(open, no answer yet)', and
+    without the author label the README promises (team, by alice)."""
+    from memory_store.core.injection import tiers
+
+    alice = as_member(monkeypatch, team_database.alice, tmp_path / "alice")
+    now = time.time()
+    alice.store.record("p1", note("Which region do the staging buckets live in? We keep them in eu-west-3 now.",
+                                  kind="prompt", visibility="team", at=now - 60, meta={"prompt_id": "q1"}))
+    alice.store.record("x1", note("They live in eu-west-3 since the move.", at=now - 50, meta={"prompt_id": "q1"}))
+    alice.close()
+    bob = as_member(monkeypatch, team_database.bob, tmp_path / "bob")
+    try:
+        items = tiers.brief(bob.store, "github.com/acme/shop", now)
+        shared = [i for i in items if "eu-west-3" in i.text]
+        assert shared and "team, by alice" in shared[0].kind and "(open, no answer yet)" not in shared[0].text
+    finally:
+        bob.close()

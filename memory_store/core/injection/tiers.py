@@ -71,8 +71,13 @@ def _brief(store: Store, project: str, now: float, exclude_session: str | None) 
     limit = brief_item_chars(store)
     items = []
     for memory in sorted(ranked, key=lambda m: (m.created_at, m.id)):
-        if memory.kind == "prompt":  # no answer yet
-            items.append(inject.Item(memory.id, "open", memory.created_at.timestamp(),
+        team = memory.visibility == "team"
+        if memory.kind == "prompt" and team and not store.is_mine(memory):
+            # A teammate's shared prompt: whether she had her answer is hers to know (answers stay private).
+            items.append(inject.Item(memory.id, inject.kind_label(memory), memory.created_at.timestamp(), memory.text))
+        elif memory.kind == "prompt":  # no answer yet
+            label = "open" + (f" · team, by {memory.owner}" if team and memory.owner else "")
+            items.append(inject.Item(memory.id, label, memory.created_at.timestamp(),
                                      f"(open, no answer yet) {memory.text}"))
         else:
             items.append(inject.episode_item(turns.episode(store, memory), set(), limit, newer.get(memory.id, [])))
