@@ -27,3 +27,21 @@ def test_a_file_that_is_not_json_asks_for_its_syntax_to_be_fixed(home):
         checks = [c for c in recall.diagnose() if c.name == "config"]
     assert len(checks) == 1 and not checks[0].ok
     assert "not JSON" in checks[0].detail and "JSON syntax" in checks[0].hint
+
+
+def test_recall_config_shows_what_is_in_effect_and_where_it_came_from(home, monkeypatch):
+    from typer.testing import CliRunner
+
+    from memory_store.shells.cli import app
+
+    DataPaths(home).home.mkdir(parents=True, exist_ok=True)
+    DataPaths(home).config.write_text(json.dumps({"tiers": {"warm_top_k": 3, "warm_topk": 2}}))
+    monkeypatch.setenv("RECALL_DATABASE_URL", "postgresql://alice:s3cret@db.internal/recall")
+    result = CliRunner().invoke(app, ["config", "--home", str(home)])
+    assert result.exit_code == 1  # something in config.json was not used
+    assert "tiers.warm_top_k = 3  (config.json; default 2)" in result.stdout
+    assert 'storage.url = "postgresql://alice:***@db.internal/recall"  (RECALL_DATABASE_URL' in result.stdout
+    assert "did you mean tiers.warm_top_k?" in result.stdout and "s3cret" not in result.stdout
+    assert "inject.budget_chars" not in result.stdout  # defaults only with --all
+    every = json.loads(CliRunner().invoke(app, ["config", "--all", "--json", "--home", str(home)]).stdout)
+    assert {s["key"] for s in every["settings"]} >= {"inject.budget_chars", "tiers.warm_top_k", "storage.url"}

@@ -28,7 +28,7 @@ from .background import BackgroundWork
 from .recall import IN_PROCESS_EMBED_LIMIT, Recall
 
 __all__ = ["BadEvent", "BackgroundWork", "IN_PROCESS_EMBED_LIMIT", "Recall", "StorageUnavailable", "add_team_member",
-           "init_team", "open_recall", "search_anywhere", "status"]
+           "init_team", "open_recall", "search_anywhere", "settings", "status"]
 
 
 def open_recall(home: str | os.PathLike | None = None, config: Config | None = None, *,
@@ -53,6 +53,18 @@ def search_anywhere(home: str | os.PathLike | None, query: str, limit: int = 10,
         return [Hit.model_validate(hit) for hit in hits]
     with open_recall(paths.home) as recall:
         return recall.search_here(query, limit, project, place, shown, touch=touch)
+
+
+def settings(home: str | os.PathLike | None = None) -> dict:
+    """`recall config`: config.json's path, every setting in effect with its default and source, and what could
+    not be used (core/config.py). Does not open the store."""
+    from ..core.config import config_problems, settings_in_effect
+
+    paths = DataPaths(home)
+    config = load_config(paths.config)
+    return {"file": str(paths.config), "exists": paths.config.is_file(),
+            "settings": settings_in_effect(config, paths.config),
+            "problems": [str(p) for p in config_problems(config)]}
 
 
 def status(home: str | os.PathLike | None = None) -> dict:

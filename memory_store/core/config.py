@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from ..shared.database_url import masked, url_problem
+from ..shared.database_url import database_url, masked, url_problem
+from ..shared.wire import DATABASE_URL_ENV
 
 
 class _Section(BaseModel):
@@ -340,6 +342,31 @@ def load_config(path: Path | None) -> Config:
         config = Config()
     config._problems = problems
     return config
+
+
+def settings_in_effect(config: Config, path: Path | None) -> list[dict]:
+    """Every setting as it applies now: its value, its default, and where the value came from (the default,
+    config.json, or an environment variable that wins over both). A database URL is shown without its password."""
+    try:
+        written = json.loads(path.read_text(encoding="utf-8")) if path is not None and path.is_file() else {}
+    except (OSError, UnicodeDecodeError, ValueError):
+        written = {}
+    rows = []
+    for section, field in Config.model_fields.items():
+        current, default = getattr(config, section), field.get_default(call_default_factory=True)
+        given = written.get(section) if isinstance(written, dict) else None
+        for name in type(current).model_fields:
+            value, source = getattr(current, name), "default"
+            if isinstance(given, dict) and name in given and value != getattr(default, name):
+                source = "config.json"
+            if (section, name) == ("storage", "url"):
+                url = database_url(value)
+                if os.environ.get(DATABASE_URL_ENV):
+                    source = DATABASE_URL_ENV
+                value = masked(url) if url else ""
+            rows.append({"key": f"{section}.{name}", "value": value, "default": getattr(default, name),
+                         "source": source})
+    return rows
 
 
 def unknown_setting(location: list[str]) -> str:
