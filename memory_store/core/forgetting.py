@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..shared.paths import DataPaths
@@ -42,7 +43,7 @@ def _encodings(needle: str) -> tuple[bytes, ...]:
     return (raw,) if escaped == raw else (raw, escaped)
 
 
-def scrub_files(paths: DataPaths, texts: list[str], extra: list[str] = ()) -> dict[str, int]:
+def scrub_files(paths: DataPaths, texts: list[str], extra: Sequence[str] = ()) -> dict[str, int]:
     """Delete spool files and drop log lines holding any needle of `texts` (or any `extra`
     string, verbatim). Returns {"spool_files": n, "log_lines": n}."""
     patterns = [encoded for needle in needles(texts) | {e for e in extra if e} for encoded in _encodings(needle)]

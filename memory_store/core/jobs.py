@@ -59,6 +59,8 @@ def supersede_near_duplicates(store: Store, added: list[tuple[int, str, float, b
         if created_at < recent:
             continue  # imported history: exact duplicates are merged at capture, that is enough
         mine = store.memory_row(memory_id)
+        if mine is None:  # forgotten meanwhile
+            continue
         near = store.similar_earlier(vector, 4, project, created_at - DEDUP_WINDOW_SECONDS, created_at)
         key = formatting_key(mine)
         older = [i for i, similarity in near.items() if i < memory_id and similarity >= threshold

@@ -11,8 +11,9 @@ from __future__ import annotations
 import fnmatch
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -260,7 +261,9 @@ def recover_last_turn(ctx: Context, event: SessionEnd) -> None:
     once; a late hook for it is then skipped (recovered_key)."""
     store = ctx.store
     prompt = store.turn_prompt(event.session_id, None)
-    turn = last_turn(event.transcript_path) if prompt is not None else None
+    if prompt is None:
+        return
+    turn = last_turn(event.transcript_path)
     if turn is None or not opened_by(turn, prompt, store, ctx.project):
         return
     meta = {"prompt_id": prompt.meta["prompt_id"]} if prompt.meta.get("prompt_id") else {}
@@ -300,7 +303,7 @@ def recovered_key(session_id: str, what) -> str:
     return f"recovered:{session_id}:{what}"
 
 
-HANDLERS = {
+HANDLERS: dict[str, Callable[[Context, Any], dict | str]] = {
     "SessionStart": on_session_start,
     "UserPromptSubmit": on_prompt,
     "PostToolUse": on_tool,
@@ -325,7 +328,7 @@ def handle_event(store: Store, models: Models, envelope: dict, *, respond: bool 
     event_id = envelope.get("event_id")
     if not isinstance(payload, dict) or not isinstance(event_id, str) or not event_id:
         raise BadEvent("envelope needs an event_id and a payload object")
-    handler = HANDLERS.get(payload.get("hook_event_name"))
+    handler = HANDLERS.get(str(payload.get("hook_event_name")))
     if handler is None:  # an event recall does not handle: remembered as seen, nothing else
         store.record(event_id, None)
         return {}

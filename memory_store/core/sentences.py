@@ -9,9 +9,10 @@ numbers with their units, settings and their values, and reasons ("because", "ca
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 
 from ..shared.text import cap_readable
-from .records import Memory
+from .records import Hit, Memory
 from .terms import STOPWORDS, normalize_term, words
 
 # A sentence ends at . ! ? ; before a capital (or a quote, a bracket, a digit, a path): not at an ellipsis, which
@@ -45,7 +46,7 @@ PROVIDES = {
 }
 
 
-def provides(text: str, wants: set[str]) -> set[str]:
+def provides(text: str, wants: AbstractSet[str]) -> set[str]:
     """Which of the wanted kinds of answer the text holds."""
     return {kind for kind in wants if PROVIDES[kind].search(text)}
 _ACK = re.compile(
@@ -84,7 +85,7 @@ def is_chatter(text: str) -> bool:
     return len(content) <= 2
 
 
-def is_small_talk(memory: Memory) -> bool:
+def is_small_talk(memory: Memory | Hit) -> bool:
     """A greeting or acknowledgement, or an answer in kind to one: nothing in it a later session needs
     (the hot tier leaves it out, compaction skips it, the forgetting curve may prune it)."""
     if memory.kind != "exchange":
@@ -110,7 +111,7 @@ def density(sentence: str) -> float:
     return score + min(len(sentence), 200) / 200
 
 
-def overlap(terms: set[str], sentence: str) -> float:
+def overlap(terms: AbstractSet[str], sentence: str) -> float:
     """Share of the (normalised) query terms that occur in the sentence."""
     if not terms:
         return 0.0
@@ -126,7 +127,8 @@ def summarize(text: str, limit: int) -> str:
         return text
     parts = split(text)
     order = sorted(range(len(parts)), key=lambda i: (-density(parts[i]), i))
-    keep, used = [], 0
+    keep: list[int] = []
+    used = 0
     for i in order:
         if density(parts[i]) == 0 and keep:
             break
@@ -138,7 +140,8 @@ def summarize(text: str, limit: int) -> str:
     return " ".join(parts[i] for i in sorted(keep))
 
 
-def excerpt(parts: list[tuple[str, float]], terms: set[str], limit: int, wants: set[str] = frozenset()) -> list[int]:
+def excerpt(parts: list[tuple[str, float]], terms: AbstractSet[str], limit: int,
+            wants: AbstractSet[str] = frozenset()) -> list[int]:
     """Which of `parts` (sentence, weight) to show for a query, within `limit` characters: ranked by
     query overlap, density, holding the kind of answer the query wants, and the part's weight;
     returned as indexes in their original order."""
@@ -150,7 +153,8 @@ def excerpt(parts: list[tuple[str, float]], terms: set[str], limit: int, wants: 
         value = 2.0 * overlap(terms, sentence) + min(1.0, said / DENSE) + 0.7 * len(provides(sentence, wants))
         scored.append((weight * value, i))
     scored.sort(key=lambda pair: (-pair[0], pair[1]))
-    keep, used = [], 0
+    keep: list[int] = []
+    used = 0
     for _, i in scored:
         size = len(parts[i][0]) + 1
         if used + size > limit and keep:

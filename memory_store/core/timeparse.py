@@ -110,10 +110,10 @@ def find_window(text: str, now: float, before_days: float = 2, after_days: float
     now_dt = datetime.fromtimestamp(now, tz=timezone.utc).replace(tzinfo=None)
     found, span = _named_dates(text, now_dt)
     if not found:
-        for match in _YEAR_ALONE.finditer(text):
-            year = int(match.group(1))
+        for year_match in _YEAR_ALONE.finditer(text):
+            year = int(year_match.group(1))
             found.append((datetime(year, 1, 1), datetime(year + 1, 1, 1), False))
-            span = match.span(1)
+            span = year_match.span(1)
     if found:
         start = min(f[0] for f in found)
         end = max(f[1] for f in found)

@@ -21,7 +21,7 @@ import time
 try:
     import posix as _os  # what `os` wraps, built into the interpreter: no import cost
 except ImportError:  # Windows
-    import nt as _os
+    import nt as _os  # type: ignore[no-redef]  # the same interface, on Windows
 POSIX = _os.__name__ == "posix"  # paths are plain on POSIX
 
 from ..shared import protocol, wire

@@ -35,7 +35,7 @@ def recover(home: str, event: str, event_id: str, received_at: float, raw: bytes
         spool_event(home, event, event_id, received_at, payload)
     started, coming = ("busy", False) if busy else spawn.start_worker(paths, log)
     log.info("worker_unavailable", hook=event, action=started)
-    if waits and coming:
+    if waits and coming and header is not None:
         answer = _answer_from_starting_worker(paths, event, header, raw, log)
         if answer is not None:
             return answer, "workerafterstart"

@@ -40,7 +40,8 @@ def read_state(home: str) -> dict | None:
     def live(until) -> bool:
         return until is None or (isinstance(until, (int, float)) and until > now)
 
-    projects = state.get("projects") if isinstance(state.get("projects"), dict) else {}
+    listed = state.get("projects")
+    projects = listed if isinstance(listed, dict) else {}
     result = {"all": state.get("all") if "all" in state and live(state.get("all")) else False,
               "projects": {p: u for p, u in projects.items() if live(u)}}
     return result if result["all"] is not False or result["projects"] else None

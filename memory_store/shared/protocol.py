@@ -63,7 +63,7 @@ def _connect(home: str, timeout: float):
             with open(endpoint_file(home), encoding="ascii") as handle:
                 port, token = handle.read().split()
             sock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
-            address: object = ("127.0.0.1", int(port))
+            address: str | tuple[str, int] = ("127.0.0.1", int(port))
         else:
             token = None
             sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)

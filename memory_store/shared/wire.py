@@ -10,7 +10,7 @@ here.
 try:
     import posix as _system  # no import cost: built in
 except ImportError:  # Windows
-    import nt as _system
+    import nt as _system  # type: ignore[no-redef]  # the same interface, on Windows
 _BYTES_ENVIRON = _system.__name__ == "posix"  # posix.environ holds bytes, nt.environ str
 
 PROTOCOL_VERSION = 1
@@ -41,7 +41,7 @@ NOT_DISABLED = ("", "0", "false", "no", "off")
 
 def getenv(name: str) -> str:
     """An environment variable as `os.environ` would give it ('' when unset)."""
-    value = _system.environ.get(name.encode() if _BYTES_ENVIRON else name, "")
+    value = _system.environ.get(name.encode() if _BYTES_ENVIRON else name, "")  # type: ignore[arg-type]  # bytes keys on POSIX
     return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
 
 

@@ -9,6 +9,7 @@ import queue
 import socketserver
 import threading
 import time
+from typing import Any
 
 from ..core import later
 from ..shared import cores, protocol
@@ -21,7 +22,7 @@ SEND_SECONDS = 5.0  # an answer fits the socket's buffer (a hook's output is at 
 class _Handler(socketserver.BaseRequestHandler):
     def handle(self) -> None:
         worker = self.server.worker  # type: ignore[attr-defined]  # worker/server.Worker
-        owed = self.server.owed  # type: ignore[attr-defined]  # held from an answer's sending to its owed work's end
+        owed = self.server.owed  # type: ignore[attr-defined]  # typed BaseServer here; _ReusedThreads.owed
         sock = self.request
         cores.pin_thread(worker.request_cpus)  # off the CPU kept for query embeddings, if one is (worker/embedding.py)
         with owed:
@@ -60,6 +61,8 @@ class _ReusedThreads(socketserver.ThreadingMixIn):
     with the server (server_close): there are as many as requests ever ran at once."""
 
     daemon_threads = True
+    worker: Any  # the Worker whose `answer` handles each request (set by `listen`)
+    owed: threading.Lock  # held from an answer's sending to its owed work's end (core/later.py)
 
     def __init__(self, *args, **kwargs):
         self._pool_lock = threading.Lock()
@@ -106,10 +109,11 @@ class _TcpServer(_ReusedThreads, socketserver.TCPServer):
     allow_reuse_address = False
 
 
-def listen(worker, paths: DataPaths, token: str) -> tuple[socketserver.BaseServer, int | None]:
+def listen(worker, paths: DataPaths, token: str) -> tuple[_UnixServer | _TcpServer, int | None]:
     """A server bound where hooks look for `worker` (with `answer`, `failed` and `request_cpus`), and the socket file's
     inode (None on TCP): whether the socket is still ours is checked by it."""
     inode = None
+    server: _UnixServer | _TcpServer
     if protocol.USE_TCP:
         server = _TcpServer(("127.0.0.1", 0), _Handler)
         port = server.server_address[1]
@@ -131,8 +135,8 @@ def listen(worker, paths: DataPaths, token: str) -> tuple[socketserver.BaseServe
             os.umask(old_umask)
         server.server_activate()
         inode = os.stat(path).st_ino
-    server.worker = worker  # type: ignore[attr-defined]
-    server.owed = threading.Lock()  # type: ignore[attr-defined]
+    server.worker = worker
+    server.owed = threading.Lock()
     return server, inode
 
 

@@ -162,7 +162,8 @@ def _render_tool(event: PostToolUse, cfg: CaptureConfig) -> str | None:
         return cap_middle(tidy(text), out_limit)
 
     if name == "Bash":
-        command = inputs.get("command") if isinstance(inputs.get("command"), str) else _as_text(tool_input)
+        given = inputs.get("command")
+        command = given if isinstance(given, str) else _as_text(tool_input)
         if is_recall_invocation(command):
             return None
         output = ""
@@ -175,7 +176,8 @@ def _render_tool(event: PostToolUse, cfg: CaptureConfig) -> str | None:
         rendered = f"Bash `{cap(command, cfg.max_tool_input_chars)}`"
         return rendered + (f" → {cap_middle(tidy(output), out_limit)}" if output.strip() else "")
     if name == "Edit" or name == "MultiEdit":
-        edits = inputs.get("edits") if isinstance(inputs.get("edits"), list) else [inputs]
+        listed = inputs.get("edits")
+        edits = listed if isinstance(listed, list) else [inputs]
         changes = []
         for edit in edits:
             if isinstance(edit, dict):
@@ -190,8 +192,8 @@ def _render_tool(event: PostToolUse, cfg: CaptureConfig) -> str | None:
     if name == "Read":
         file_info = response.get("file") if isinstance(response, dict) else None
         content = _as_text(file_info.get("content")) if isinstance(file_info, dict) else ""
-        lines = file_info.get("numLines") if isinstance(file_info, dict) else None
-        head = f"Read {shown}" + (f" ({lines} lines)" if lines else "")
+        read_lines = file_info.get("numLines") if isinstance(file_info, dict) else None
+        head = f"Read {shown}" + (f" ({read_lines} lines)" if read_lines else "")
         return head + (f": {body(content)}" if content.strip() else "")
     compact = _compact_input(tool_input, cfg.max_tool_input_chars)
     output = _as_text(response)
@@ -222,7 +224,8 @@ def tool_failure(event: PostToolUseFailure, cfg: CaptureConfig, project: str, at
     if event.tool_name in cfg.skip_tools:
         return None
     inputs = event.tool_input if isinstance(event.tool_input, dict) else {}
-    command = inputs.get("command") if isinstance(inputs.get("command"), str) else ""
+    given = inputs.get("command")
+    command = given if isinstance(given, str) else ""
     if command and is_recall_invocation(command):
         return None
     limit = cfg.max_tool_input_chars

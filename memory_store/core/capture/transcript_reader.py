@@ -197,7 +197,7 @@ class Conversation:
     def add_tool_result(self, block: dict, entry: TranscriptEntry, session: str, cwd: str, project: str,
                         at: float) -> None:
         tool_use_id = block.get("tool_use_id")
-        name, tool_input = self.tool_uses.get(tool_use_id, ("", None))
+        name, tool_input = self.tool_uses.get(str(tool_use_id), ("", None))
         if not name:
             return
         result = entry.toolUseResult
@@ -222,8 +222,8 @@ def tool_memory(cfg, home: str, project: str, at: float, session: str, cwd: str,
     common = {"session_id": session, "cwd": cwd, "tool_name": name, "tool_input": tool_input,
               "tool_use_id": tool_use_id}
     if error is not None:
-        event = PostToolUseFailure(hook_event_name="PostToolUseFailure", error=error, **common)
-        return capture.tool_failure(event, cfg, project, at)
+        failure = PostToolUseFailure(hook_event_name="PostToolUseFailure", error=error, **common)
+        return capture.tool_failure(failure, cfg, project, at)
     event = PostToolUse(hook_event_name="PostToolUse", tool_response=response, **common)
     return capture.tool_observation(event, cfg, project, at, home)
 
@@ -290,6 +290,8 @@ class LastTurn:
 def last_turn(path: str | None) -> LastTurn | None:
     """The last turn after the user's last prompt, read from the transcript's end, leniently (a long session costs
     no more than a short one); None when the file cannot be read."""
+    if path is None:  # Codex and some Claude Code events carry none
+        return None
     try:
         with open(path, "rb") as handle:
             handle.seek(0, 2)
@@ -300,7 +302,8 @@ def last_turn(path: str | None) -> LastTurn | None:
         return None
     if size > TAIL_BYTES:
         lines = lines[1:]  # the first line was cut
-    turn, results = LastTurn(), {}
+    turn = LastTurn()
+    results: dict[str, dict] = {}  # tool_use_id -> the result's fields, until its call is met
     for line in reversed(lines):
         try:
             entry = json.loads(line, strict=False)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -123,7 +124,7 @@ def import_export_file(store: Store, path: Path, report: ImportReport) -> int:
     return len(results)
 
 
-def import_file(store: Store, path: Path, report: ImportReport, agents: list[Path] = ()) -> int:
+def import_file(store: Store, path: Path, report: ImportReport, agents: Sequence[Path] = ()) -> int:
     """Import one transcript with its subagents' files, adding its numbers to `report`; returns how many
     events it held."""
     if is_recall_export(path):

@@ -19,6 +19,7 @@ import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from ...shared import cores, native_env
 from ...shared.logs import JsonLog
@@ -94,6 +95,7 @@ class Embedder:
         self.parallel = cfg.threads or os.cpu_count() or 1
         self._bulk = ThreadPoolExecutor(self.parallel, "embed") if self.parallel > 1 else None
         self._queries = ThreadPoolExecutor(self.parallel, "embed-query")  # sessions asking at once
+        self._model: Any  # the shipped MiniLM, or a fastembed TextEmbedding: both `embed` texts
         try:
             if model_name == DEFAULT_MODEL:
                 from .minilm import MiniLM

@@ -30,12 +30,12 @@ class MiniLM:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.intra_op_num_threads = options.inter_op_num_threads = 1  # one core a call (embed.Embedder)
         options.log_severity_level = 3  # onnxruntime's notes on initializers it drops are not ours to show
-        self.graph, self._session = "published", None
-        if int8:
-            self._session = self._int8_session(ort, published, options, log)
-        if self._session is None:
-            self._session = ort.InferenceSession(published, options, providers=["CPUExecutionProvider"])
-        self._inputs = {node.name for node in self._session.get_inputs()}
+        self.graph = "published"
+        session = self._int8_session(ort, published, options, log) if int8 else None
+        if session is None:
+            session = ort.InferenceSession(published, options, providers=["CPUExecutionProvider"])
+        self._session = session
+        self._inputs = {node.name for node in session.get_inputs()}
         self._shrink = ort.RunOptions()  # a run that gives back the memory arena's unused part (release_memory)
         self._shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
         self._tokenizer = load_tokenizer(tokenizer_dir)

@@ -129,7 +129,7 @@ class _Rewrite:
         """(int8 weight, its scale per column) when `name` is Mul(Cast(int8 weight), scale) used once, else None."""
         mul = self.producer.get(name)
         cast = self.producer.get(mul.input[0]) if mul is not None and mul.op_type == "Mul" else None
-        if cast is None or cast.op_type != "Cast" or self.users.get(name) != 1:
+        if mul is None or cast is None or cast.op_type != "Cast" or self.users.get(name) != 1:
             return None
         if cast.input[0] not in self.weights or mul.input[1] not in self.weights:
             return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -49,15 +50,15 @@ def kind_label(memory: Memory | Hit) -> str:
     return f"{label} · team, by {memory.owner}" if memory.visibility == "team" and memory.owner else label
 
 
-def memory_item(memory: Memory | Hit, newer: list[Memory] = ()) -> Item:
+def memory_item(memory: Memory | Hit, newer: Sequence[Memory] = ()) -> Item:
     """A memory as one line; one a newer memory contradicts starts by saying so."""
     text = shown_text(memory)
     return Item(memory.id, kind_label(memory), memory.created_at.timestamp(),
                 f"{outdated_note(memory, list(newer))} {text}" if newer else text)
 
 
-def episode_item(episode: Episode, terms: set[str], limit: int, newer: list[Memory] = (),
-                 wants: set[str] = frozenset()) -> Item:
+def episode_item(episode: Episode, terms: set[str], limit: int, newer: Sequence[Memory] = (),
+                 wants: AbstractSet[str] = frozenset()) -> Item:
     """An episode as one line: what settled it (the sentences that answer the query), the question as a
     short label. When newer statements change a value it shows, they come first, marked current and saying
     what they replaced, and the episode's outdated sentences are left out."""
@@ -152,8 +153,8 @@ INDEX_LINE_CHARS = 200
 def hook_output(event_name: str, context: str, message: str = "") -> dict:
     """The JSON a hook prints to add `context` for the model and `message` for the user (empty: nothing to add),
     each within its cap."""
-    output = {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": within_cap(context)}} \
-        if context else {}
+    output: dict[str, object] = {"hookSpecificOutput": {"hookEventName": event_name,
+                                                        "additionalContext": within_cap(context)}} if context else {}
     if message:
         output["systemMessage"] = message if len(message) <= MESSAGE_CAP else \
             cap_readable(message, MESSAGE_CAP - len(MORE_IN_DOCTOR)) + MORE_IN_DOCTOR

@@ -120,6 +120,8 @@ def warm_recall(store: Store, models: Models, project: str, session_id: str, pro
 
 def _brief_said_it(store: Store, decision: gate.Decision, candidate: gate.Candidate) -> bool:
     """Does the brief's line for this episode already hold every sentence the prompt's answer from it would show?"""
+    if candidate.episode is None:  # "cues" mode: no episodes, no brief line to compare
+        return False
     shown = " ".join(inject.episode_item(candidate.episode, set(), brief_item_chars(store)).text.split()).lower()
     answer = _item(store, decision, candidate).text
     parts = [part.split(": ", 1)[-1] for part in answer.split(" → ")]  # without the "Q:"/"A:" labels

@@ -49,7 +49,7 @@ def named_paths(text: str) -> list[str]:
 class CodeCheck:
     """The check for one project, against its folder on this machine (looked up once, when a text names a path)."""
 
-    store: object
+    store: Store
     project: str
     _exists: dict = field(default_factory=dict)
 
@@ -79,6 +79,8 @@ class CodeCheck:
 
     def _missing(self, path: str) -> bool:
         root = self.root
+        if root is None:  # the project's folder is not on this machine: cannot tell
+            return False
         if os.path.isabs(path):
             inside = os.path.normpath(path)
             if not inside.startswith(root.rstrip(os.sep) + os.sep):
@@ -109,7 +111,7 @@ class CodeCheck:
         return None
 
     def _absolute(self, path: str) -> str:
-        return path if os.path.isabs(path) else os.path.join(self.root, path)
+        return path if os.path.isabs(path) or self.root is None else os.path.join(self.root, path)
 
 
 def checked_items(store: Store, project: str, items: list) -> list:

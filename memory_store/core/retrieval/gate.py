@@ -106,8 +106,9 @@ def prepare(store: Store, models: Models, prompt: str) -> None:
     cfg: Config = store.config
     if cfg.gate.mode != "signals" or cfg.tiers.warm_top_k == 0 or not intents.classify(prompt).searches:
         return
-    if search.uses_meaning(store, models.embedder, cfg.ranking):
-        models.embedder.start_ahead(prompt)
+    embedder = models.embedder
+    if embedder is not None and search.uses_meaning(store, embedder, cfg.ranking):
+        embedder.start_ahead(prompt)
 
 
 def judge(store: Store, models: Models, prompt: str, project: str, session_id: str | None, now: float | None = None,
@@ -148,7 +149,8 @@ def _judge(store: Store, models: Models, prompt: str, project: str, session_id: 
         episodes are built next: the gate judged ~10 a prompt on the latency bench, each a few index walks)."""
         with stage("ahead"):
             rows.update((row.id, row) for row in store.live_rows(found.lexical))
-            best = eligible([rows[i] for i in sorted(found.lexical, key=found.lexical.get, reverse=True) if i in rows])
+            lexical = found.lexical
+            best = eligible([rows[i] for i in sorted(lexical, key=lambda i: lexical[i], reverse=True) if i in rows])
             at_once = store.capabilities().conversations_at_once
             for start in range(0, min(len(best), EPISODES_READ_AHEAD), at_once):
                 read_ahead(store, [row.memory() for row in best[start:start + at_once]])
@@ -281,9 +283,12 @@ class _Ceiling:
             self._sessions = self.store.sessions_of(
                 {i for i, s in found.dense.items() if s + most >= needed} | self.top_lexical | self.top_dense)
 
+        sessions = self._sessions  # read above
+
         def open_(memory_id: int) -> bool:  # could be part of an episode still to judge
-            session = self._sessions.get(memory_id)
-            return memory_id not in judged and session != self.session_id and self.last_candidate.get(session, -1) >= index
+            session = sessions.get(memory_id)
+            return (memory_id not in judged and session is not None and session != self.session_id
+                    and self.last_candidate.get(session, -1) >= index)
 
         if self.last_unembedded >= index:
             return True
@@ -300,7 +305,7 @@ def _take(decision: Decision, candidate: Candidate, bar: float, exclude_ids, cfg
     kind = decision.intent.kind
     if candidate.evidence < bar:
         candidate.why = f"evidence {candidate.evidence:.2f} < {bar:.2f} for a {kind} prompt"
-    elif candidate.episode.ids() & set(exclude_ids):
+    elif candidate.episode is not None and candidate.episode.ids() & set(exclude_ids):
         candidate.why = "its episode was injected into this session before"
     elif len(decision.taken) >= cfg.tiers.warm_top_k:
         candidate.why = f"top {cfg.tiers.warm_top_k} already taken"
@@ -317,7 +322,8 @@ def _episode_similarity(store: Store, candidate: Candidate, found) -> tuple[floa
     if found.vector is None:
         return None, candidate.memory
     best, best_memory = None, candidate.memory
-    members = [candidate.memory] + [m for t in candidate.episode.turns for m in (t.prompt, t.answer) if m is not None]
+    turns = candidate.episode.turns if candidate.episode is not None else []
+    members = [candidate.memory] + [m for t in turns for m in (t.prompt, t.answer) if m is not None]
     stored = store.vectors_of([m.id for m in members if m.id not in found.dense])
     for memory in members:
         similarity = found.dense.get(memory.id)
@@ -331,14 +337,15 @@ def _episode_similarity(store: Store, candidate: Candidate, found) -> tuple[floa
 
 
 def _ranks(scores: dict[int, float]) -> dict[int, int]:
-    return {memory_id: rank for rank, memory_id in enumerate(sorted(scores, key=scores.get, reverse=True))}
+    return {memory_id: rank for rank, memory_id in enumerate(sorted(scores, key=lambda i: scores[i], reverse=True))}
 
 
 def _unanswered(candidate: Candidate) -> bool:
     """A question nobody answered (e.g. a prompt of a session that ended before the reply) holds no fact."""
     if candidate.memory.kind != "prompt":
         return False
-    turn = candidate.episode.turns[candidate.episode.main] if candidate.episode.turns else None
+    episode = candidate.episode
+    turn = episode.turns[episode.main] if episode is not None and episode.turns else None
     return "?" in candidate.memory.text and (turn is None or turn.answer is None)
 
 

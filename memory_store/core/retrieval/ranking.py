@@ -140,8 +140,8 @@ def fuse(lexical: dict[int, float], dense: dict[int, float], cfg: RankingConfig)
     elif cfg.fusion == "dense" or not lexical:
         scores = weighted({}, dense, 0.0, 1.0)
     elif cfg.fusion == "rrf":
-        order_lex = sorted(lexical, key=lexical.get, reverse=True)
-        order_dense = sorted(dense, key=dense.get, reverse=True)
+        order_lex = sorted(lexical, key=lambda memory_id: lexical[memory_id], reverse=True)
+        order_dense = sorted(dense, key=lambda memory_id: dense[memory_id], reverse=True)
         scores = rrf([order_lex, order_dense], cfg.rrf_k, [cfg.lexical_weight, cfg.dense_weight])
     else:
         scores = weighted(lexical, dense, cfg.lexical_weight, cfg.dense_weight)

@@ -15,6 +15,7 @@ cause or the value is injected and the question is at most a short label.
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from ...shared.text import cap, one_line
@@ -96,18 +97,18 @@ class Episode:
         for memory in self.extras:
             found.append(Part(one_line(memory.text, 300), 0.9, -1, ""))
         for index, turn in enumerate(self.turns):
-            for memory, role, weight in ((turn.prompt, "Q", 0.7), (turn.answer, "A", 1.0)):
-                if memory is None:
+            for said, role, weight in ((turn.prompt, "Q", 0.7), (turn.answer, "A", 1.0)):
+                if said is None:
                     continue
-                if memory.id == self.anchor.id and role == "A":
+                if said.id == self.anchor.id and role == "A":
                     weight *= ANCHOR_WEIGHT
-                for sentence in sentences.split(memory.text):
+                for sentence in sentences.split(said.text):
                     # the user's own questions hold no answer (their statements may: "the host is X")
                     asked = role == "Q" and sentence.rstrip().endswith("?")
                     found.append(Part(sentence, weight * (QUESTION_WEIGHT if asked else 1.0), index, role))
         return found
 
-    def excerpt(self, terms: set[str], limit: int, wants: set[str] = frozenset(), drop=None) -> str:
+    def excerpt(self, terms: AbstractSet[str], limit: int, wants: AbstractSet[str] = frozenset(), drop=None) -> str:
         """What of the episode answers a query with these terms, within `limit` characters: the chosen
         sentences in order, the user's as "Q:", the answers as "A:", with the question as a short label
         when none of its own sentences made it. `drop(sentence)`: leave such sentences out (an outdated value)."""
@@ -118,7 +119,7 @@ class Episode:
             return self._excerpts[key]
         return self._excerpt(terms, limit, wants, drop)
 
-    def _excerpt(self, terms: set[str], limit: int, wants: set[str], drop) -> str:
+    def _excerpt(self, terms: AbstractSet[str], limit: int, wants: AbstractSet[str], drop) -> str:
         parts = [p for p in self.parts() if drop is None or not drop(p.text)]
         label = self.label()
         chosen = sentences.excerpt([(p.text, p.weight) for p in parts], terms,

@@ -67,7 +67,7 @@ def _values(text: str) -> tuple:
 def values(text: str) -> dict[tuple[str, str], tuple[str, frozenset[str]]]:
     """The values a text states: (what it measures, value) -> (how the text writes it, the content words
     around it). A unit ("minutes") says little alone: the words around a value tell which minutes."""
-    found: dict[tuple[str, str], tuple[str, set[str]]] = {}
+    found: dict[tuple[str, str], tuple[str, frozenset[str]]] = {}
 
     def add(key: str, value: str, match: re.Match) -> None:
         before = words(text[max(0, match.start() - 80):match.start()])[-CONTEXT_WORDS:]
@@ -242,7 +242,7 @@ def _later_statements(store: Store, shown: str, own_ids: set[int], project: str,
     ids = [memory_id for memory_id, created_at in pool if created_at > since]
     for neighbours in store.nearest_each(own, NEIGHBOURS, project, since + 1e-6, None, kinds=STATEMENT_KINDS):
         ids.extend(neighbours)
-    named = []
+    named: list[int] = []
     for name in setting_names(shown):
         named.extend(store.lexical_candidates([name], None, NEIGHBOURS, project, since + 1e-6, None))
     near_values = sorted({word for _, (_, context) in _values(shown) for word in context})

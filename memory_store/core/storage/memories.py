@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 
 from ...shared.projects import GLOBAL_PROJECT
 from ...shared.text import one_line
@@ -25,7 +26,7 @@ class Memories(StoreContract):
         """Store one event exactly once (by `event_id`) and the memory it produced, if any."""
         return self.record_many([(event_id, draft, received_at)])[0]
 
-    def record_many(self, items: list[tuple[str, MemoryDraft | None, float | None]]) -> list[Recorded]:
+    def record_many(self, items: Sequence[tuple[str, MemoryDraft | None, float | None]]) -> list[Recorded]:
         """Store many events in one transaction (imports and spool batches)."""
         with self.db.write():
             return [self._record_one(event_id, draft, received_at or time.time())

@@ -90,7 +90,7 @@ def measure_hooks(root: Path, home: Path, project: str, runs: int, echo=print) -
     python = sys.executable
     bare_argv = [python, "-I", "-S", "-c", "pass"]
     results: dict[str, list[float]] = {"bare python": []}
-    rss: dict[str, list[int]] = {"bare python": []}
+    rss: dict[str, list[int | None]] = {"bare python": []}  # None: not measured on this OS
     for event in ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"):
         results[event], rss[event] = [], []
     for i in range(runs):
@@ -105,7 +105,8 @@ def measure_hooks(root: Path, home: Path, project: str, runs: int, echo=print) -
                 rss["bare python"].append(peak_rss_kb(bare_argv, b"", env))
     report = turn.summarize_against_bare(results)
     for name, row in report.items():
-        row["peak_rss_mb"] = round(max(rss[name]) / 1024, 1) if rss[name] and None not in rss[name] else None
+        sizes = [kb for kb in rss[name] if kb is not None]
+        row["peak_rss_mb"] = round(max(sizes) / 1024, 1) if sizes and len(sizes) == len(rss[name]) else None
     return report
 
 

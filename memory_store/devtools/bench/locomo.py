@@ -26,7 +26,7 @@ import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ...api import Recall
@@ -218,7 +218,7 @@ def _run_locomo(file: Path, methods: list[str], conversations: list[str] | None,
     rows: dict[str, list[dict]] = {m: [] for m in methods}
     inject_rows: list[dict] = []
     bm25_cache: dict = {}
-    timings = {"import_s": 0.0, "embed_s": 0.0, "search_ms": {m: [] for m in methods}}
+    timings: dict[str, Any] = {"import_s": 0.0, "embed_s": 0.0, "search_ms": {m: [] for m in methods}}
     try:
         home = base / "home"
         transcripts = base / "transcripts"
@@ -238,7 +238,8 @@ def _run_locomo(file: Path, methods: list[str], conversations: list[str] | None,
         # memory counts as warm: LoCoMo conversations span months, the warm window is 7 days.
         injecting = Recall(recall.paths, recall.config.model_copy(
             update={"tiers": recall.config.tiers.model_copy(update={"warm_window_days": 36500})}))
-        injecting.models.set_embedder(recall.models.embedder)
+        if recall.models.embedder is not None:
+            injecting.models.set_embedder(recall.models.embedder)
         echo(f"imported {report.events} events from {report.files} transcripts ({report.new_memories} memories) "
              f"in {timings['import_s']} s; embedded {embedded} in {timings['embed_s']} s")
         for sample in samples:

@@ -20,11 +20,11 @@ import secrets
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 from urllib.parse import urlsplit, urlunsplit
 
 if TYPE_CHECKING:
-    from ...core.storage import Store
+    from ...core.storage.sqlite import SqliteStore
 
 SUBJECTS = ["the deploy script", "the cache layer", "the login page", "the CI pipeline", "the billing job",
             "the search index", "the API gateway", "the migration", "the test suite", "the docker image",
@@ -62,7 +62,8 @@ def synthetic_memories(count: int, project: str, realistic: bool, embedder, rng:
     pool_texts = list({synthetic_text(rng) for _ in range(4000)})[:min(2000, count)]
     pool = np.frombuffer(b"".join(embedder.embed(pool_texts)), dtype=np.float32).reshape(len(pool_texts), -1)
     now = time.time()
-    batch, session_turns = [], {}
+    batch: list[dict] = []
+    session_turns: dict[str, list] = {}
     for i in range(count):
         owner = project if i % 5 else f"{project}-other-{i % 3}"
         kind = ("prompt", "exchange", "tool", "error")[i % 4]
@@ -102,12 +103,15 @@ def seed_store(home: Path, count: int, project: str, echo=print, realistic: bool
     rng = random.Random(count)
     recall = open_recall(home)
     embedder = recall.models.load_embedder()
+    if embedder is None:
+        raise RuntimeError(f"no embedding model to seed with: {recall.embedding_error()}")
     started = time.perf_counter()
     try:
         if database is not None:  # the run is on a PostgreSQL (database_env): its bulk loader
             database.load(synthetic_memories(count, project, realistic, embedder, rng), embedder.name)
         else:
-            _load_sqlite(recall.store, synthetic_memories(count, project, realistic, embedder, rng), embedder)
+            _load_sqlite(cast("SqliteStore", recall.store),  # no database given: the SQLite file's own loader
+                         synthetic_memories(count, project, realistic, embedder, rng), embedder)
     finally:
         recall.close()
     echo(f"  seeded {count} memories in {time.perf_counter() - started:.1f} s")
@@ -117,7 +121,7 @@ def _digest(text: str) -> str:
     return hashlib.sha1(" ".join(text.lower().split()).encode("utf-8")).hexdigest()
 
 
-def _load_sqlite(store: Store, batches, embedder) -> None:
+def _load_sqlite(store: SqliteStore, batches, embedder) -> None:
     store.ensure_vector_index(embedder.name, embedder.dim)
     conn = store.db.conn
     for batch in batches:
@@ -129,7 +133,8 @@ def _load_sqlite(store: Store, batches, embedder) -> None:
                 [(first + n, r["project"], r["session_id"], r["kind"], r["text"], r["created_at"], r["importance"],
                   _digest(r["text"]), r["context_before"], r["context_after"], store.owner)
                  for n, r in enumerate(batch)])
-            store.vectors.add([(first + n, r["project"], r["created_at"], r["vector"]) for n, r in enumerate(batch)])
+            store._vector_index().add([(first + n, r["project"], r["created_at"], r["vector"])
+                                       for n, r in enumerate(batch)])
             conn.execute("DELETE FROM embed_queue WHERE memory_id >= ?", (first,))
 
 

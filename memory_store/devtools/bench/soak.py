@@ -15,6 +15,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from ...hook import client
 from ...shared import worker_client
@@ -36,9 +37,9 @@ def events(count: int, cwd: str):
     number = 0
     while True:
         session = str(uuid.uuid4())
-        common = {"session_id": session, "cwd": cwd, "transcript_path": f"/tmp/{session}.jsonl"}
+        common: dict[str, str] = {"session_id": session, "cwd": cwd, "transcript_path": f"/tmp/{session}.jsonl"}
         prompt_id = uuid.uuid4().hex
-        turn = [
+        turn: list[tuple[str, dict[str, Any]]] = [
             ("UserPromptSubmit", {"prompt": f"why does job {number} of the nightly export fail with exit code "
                                             f"{number % 7}?", "prompt_id": prompt_id}),
             *[("PostToolUse", {"tool_name": "Bash", "tool_use_id": uuid.uuid4().hex, "prompt_id": prompt_id,

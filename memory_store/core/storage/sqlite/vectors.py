@@ -20,6 +20,7 @@ rebuilds it (vectors of two models are never compared).
 from __future__ import annotations
 
 import time
+from typing import Any, cast
 
 import apsw
 
@@ -59,7 +60,7 @@ class VectorIndex:
         """The table exists with this version's layout (an older layout is rebuilt, not migrated:
         vectors are derived data, re-embedded from the memories)."""
         row = self.conn.execute("SELECT sql FROM sqlite_master WHERE type='table' AND name=?", (TABLE,)).fetchone()
-        return bool(row) and LAYOUT_MARK in row[0].lower()
+        return row is not None and LAYOUT_MARK in row[0].lower()
 
     def matches(self, model: str, dim: int) -> bool:
         return self.current() and self.info() == (model, dim)
@@ -87,13 +88,12 @@ class VectorIndex:
         """Is there a table of the previous layout (same vectors, default chunks) and none of this one?"""
         row = self.conn.execute("SELECT sql FROM sqlite_master WHERE type='table' AND name=?",
                                 (PREVIOUS_TABLE,)).fetchone()
-        return bool(row) and LAYOUT_MARK in row[0].lower() and not self.exists()
+        return row is not None and LAYOUT_MARK in row[0].lower() and not self.exists()
 
     def copy_previous_table(self) -> int:
         """Move the vectors of the previous table into this layout (no re-embedding); returns how many."""
         info = self.info()
-        dim = info[1] if info else int(self.conn.execute(
-            f"SELECT vec_length(embedding) FROM {PREVIOUS_TABLE} LIMIT 1").fetchone()[0])
+        dim = info[1] if info else int(_value(self.conn, f"SELECT vec_length(embedding) FROM {PREVIOUS_TABLE} LIMIT 1"))
         self._create_table(dim, drop_previous=False)
         self.conn.execute(f"INSERT INTO {TABLE}(memory_id, project, week, created_at, embedding) "
                           f"SELECT memory_id, project, week, created_at, embedding FROM {PREVIOUS_TABLE}")
@@ -126,7 +126,7 @@ class VectorIndex:
             self.conn.execute(f"DELETE FROM {CHANGES} WHERE seq <= ?", (last - CHANGES_KEPT,))
 
     def last_change(self) -> int:
-        return self.conn.execute(f"SELECT coalesce(max(seq), 0) FROM {CHANGES}").fetchone()[0]
+        return int(_value(self.conn, f"SELECT coalesce(max(seq), 0) FROM {CHANGES}"))
 
     def changes_since(self, seq: int) -> tuple[int, list[int]] | None:
         """(the latest seq, the memory ids changed after `seq`), or None when the log no longer reaches
@@ -134,10 +134,10 @@ class VectorIndex:
         rows = self.conn.execute(f"SELECT seq, memory_id FROM {CHANGES} WHERE seq > ? ORDER BY seq", (seq,)).fetchall()
         if not rows:
             return seq, []
-        first = self.conn.execute(f"SELECT min(seq) FROM {CHANGES}").fetchone()[0]
+        first = int(_value(self.conn, f"SELECT min(seq) FROM {CHANGES}"))
         if first > seq + 1 or any(memory_id == 0 for _, memory_id in rows):
             return None
-        return rows[-1][0], [memory_id for _, memory_id in rows]
+        return cast(int, rows[-1][0]), [cast(int, memory_id) for _, memory_id in rows]
 
     def rows_of(self, memory_ids: list[int]) -> list[tuple[int, str, float, bytes, str | None]]:
         """(memory_id, project, created_at, embedding, kind) of those of these memories that have a vector."""
@@ -160,14 +160,14 @@ class VectorIndex:
             is not None
 
     def count_memories(self, most: int) -> int:
-        return self.conn.execute("SELECT count(*) FROM (SELECT 1 FROM memories LIMIT ?)", (int(most),)).fetchone()[0]
+        return int(_value(self.conn, "SELECT count(*) FROM (SELECT 1 FROM memories LIMIT ?)", (int(most),)))
 
     def get(self, memory_id: int) -> bytes | None:
         row = self.conn.execute(f"SELECT embedding FROM {TABLE} WHERE memory_id = ?", (memory_id,)).fetchone()
         return row[0] if row else None
 
     def count(self) -> int:
-        return self.conn.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0]
+        return int(_value(self.conn, f"SELECT count(*) FROM {TABLE}"))
 
     def ids(self) -> set[int]:
         return {row[0] for row in self.conn.execute(f"SELECT memory_id FROM {TABLE}")}
@@ -195,3 +195,11 @@ class VectorIndex:
             args.append(float(until))
         rows = sorted(self.conn.execute(sql, args), key=lambda row: row[1])[: int(k)]
         return {memory_id: 1.0 - distance for memory_id, distance in rows}
+
+
+def _value(conn: apsw.Connection, sql: str, args: tuple = ()) -> Any:
+    """The one value of a statement that always returns a row (an aggregate)."""
+    row = conn.execute(sql, args).fetchone()
+    if row is None:
+        raise LookupError(f"no row from {sql[:60]!r}")
+    return row[0]
