@@ -61,7 +61,7 @@ def test_injection_receipts_say_what_why_and_into_which_prompt(hooks, home, proj
     assert prompt_receipt["memories"] and all(m["why"] for m in prompt_receipt["memories"])
     assert any("ship.sh" in (m["text"] or "") for r in receipts for m in r["memories"])
     text = cli("injections", "--home", home).stdout
-    assert "why: evidence" in text and "UserPromptSubmit" in text
+    assert "why: relevant: " in text and "UserPromptSubmit" in text
     # Forgetting the injected memory forgets its receipts too.
     injected = [m["id"] for m in prompt_receipt["memories"]]
     stop_worker(home)

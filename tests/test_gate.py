@@ -129,6 +129,11 @@ def test_explain_is_a_dry_run_with_reasons(recall, demo, home):
     text = CliRunner().invoke(app, ["explain", "add type hints to app/export/s3.py", "--project", demo.path,
                                     "--home", str(home)])
     assert text.exit_code == 0 and "instruction" in text.stdout and "nothing injected" in text.stdout
+    said = CliRunner().invoke(app, ["explain", "why did the CI pipeline get stuck after the integration stage?",
+                                    "--project", demo.path, "--home", str(home)]).stdout
+    # In plain words: what was taken and why, against what this kind of prompt needs ("evidence 1.08 >= 0.45 for a
+    # project prompt" before).
+    assert "relevant: " in said and "where a question about this project needs" in said and ">=" not in said
 
 
 def test_the_hook_stops_judging_once_it_has_taken_enough_and_decides_as_a_full_judgement_would(recall, demo):

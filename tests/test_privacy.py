@@ -281,3 +281,15 @@ def test_redaction_of_a_huge_field_ends(huge):
     started = time.monotonic()
     clean(huge)
     assert time.monotonic() - started < 60
+
+
+def test_a_masked_database_url_keeps_one_masking_form():
+    """A URL recall already masked (alice:***@) reached the user as postgresql://alice:[REDACTED:url-password]@ once
+    it went through the log's redaction, while every other place shows alice:***@."""
+    from memory_store.shared.database_url import masked
+
+    shown = masked("postgresql://alice:Hunter2pw@db.internal:5432/recall")
+    assert shown == "postgresql://alice:***@db.internal:5432/recall"
+    assert clean(f"recall: cannot reach the database at {shown}: refused") == \
+        f"recall: cannot reach the database at {shown}: refused"
+    assert "Hunter2pw" not in clean("postgresql://alice:Hunter2pw@db.internal/recall")

@@ -73,7 +73,8 @@ _SECRET_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
         re.compile(r"(?i)((?:x-api-key|api-key|x-auth-token|x-access-token)[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{4,})"),
         2,
     ),
-    ("url-password", re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s:/@\"']*:)([^\s@/\"']{1,})(?=@)"), 2),
+    # (a password already masked as *** by database_url.masked is left as it is: one masking form everywhere)
+    ("url-password", re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s:/@\"']*:)(?!\*\*\*@)([^\s@/\"']{1,})(?=@)"), 2),
     # mysql -pSECRET (glued: "-p SECRET" with a space prompts, and the next word is a database name)
     ("cli-password", re.compile(r"(\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;&]*?\s-p)"
                                 r"([^\s\-'\"$][^\s'\"]*|'[^'\n]+'|\"[^\"\n]+\")"), 2),

@@ -300,21 +300,29 @@ class _Ceiling:
             if memory_id in found.dense)
 
 
+# How a reason names the prompt's intent (retrieval/intent.py), for a person reading `recall explain` or the viewer.
+PROMPT_KINDS = {"recall": "a question about earlier work", "project": "a question about this project",
+                "statement": "a statement", "general": "a general question", "chat": "small talk",
+                "instruction": "a request to do something"}
+
+
 def _take(decision: Decision, candidate: Candidate, bar: float, exclude_ids, cfg: Config) -> None:
-    """Take the candidate, or say why not (candidates come here in the order they are preferred)."""
-    kind = decision.intent.kind
+    """Take the candidate, or say why not (candidates come here in the order they are preferred), in plain words:
+    the evidence is how strongly the memory is about the prompt (meaning, shared words, agreement of both
+    rankings), the bar what the prompt's kind asks for."""
+    kind = PROMPT_KINDS.get(decision.intent.kind, decision.intent.kind)
     if candidate.evidence < bar:
-        candidate.why = f"evidence {candidate.evidence:.2f} < {bar:.2f} for a {kind} prompt"
+        candidate.why = f"not relevant enough: {candidate.evidence:.2f}, where {kind} needs {bar:.2f}"
     elif candidate.episode is not None and candidate.episode.ids() & set(exclude_ids):
-        candidate.why = "its episode was injected into this session before"
+        candidate.why = "already shown in this session"
     elif len(decision.taken) >= cfg.tiers.warm_top_k:
-        candidate.why = f"top {cfg.tiers.warm_top_k} already taken"
+        candidate.why = f"the {cfg.tiers.warm_top_k} best are already taken (tiers.warm_top_k)"
     elif decision.taken and candidate.evidence < decision.taken[0].evidence - cfg.gate.margin:
-        candidate.why = (f"evidence {candidate.evidence:.2f} is more than {cfg.gate.margin:.2f} below the "
-                         f"first taken ({decision.taken[0].evidence:.2f}): a lookalike, not a second answer")
+        candidate.why = (f"much weaker than the first one taken ({candidate.evidence:.2f} against "
+                         f"{decision.taken[0].evidence:.2f}): a lookalike, not a second answer")
     else:
         candidate.taken = True
-        candidate.why = f"evidence {candidate.evidence:.2f} >= {bar:.2f} for a {kind} prompt"
+        candidate.why = f"relevant: {candidate.evidence:.2f}, where {kind} needs {bar:.2f}"
 
 
 def _episode_similarity(store: Store, candidate: Candidate, found) -> tuple[float | None, Memory]:

@@ -81,9 +81,14 @@ def explain(
     for c in decision.candidates:
         s = c.signals
         sim = "-" if s.get("similarity") is None else f"{s['similarity']:.2f}"
-        typer.echo(f"  {'TAKE' if c.taken else 'skip'} #{c.memory.id:<6} {c.memory.kind:<8} evidence {c.evidence:.2f} "
-                   f"(cosine {sim}, coverage {s.get('coverage', 0):.2f}, lexical #{s.get('lexical_rank')}, "
-                   f"dense #{s.get('dense_rank')})  {one_line(c.memory.text, 70)}")
+
+        def place(rank) -> str:  # 99: not among that search's results (gate.py)
+            return "-" if rank is None or rank >= 99 else f"#{rank + 1}"
+
+        typer.echo(f"  {'TAKE' if c.taken else 'skip'} #{c.memory.id:<6} {c.memory.kind:<8} relevance {c.evidence:.2f} "
+                   f"(meaning {sim}, prompt words held {s.get('coverage', 0):.2f}, place by words "
+                   f"{place(s.get('lexical_rank'))}, by meaning {place(s.get('dense_rank'))})  "
+                   f"{one_line(c.memory.text, 60)}")
         typer.echo(f"       {c.why}")
     typer.echo(block if block else "→ nothing injected")
 
