@@ -78,6 +78,22 @@ def test_team_init_and_add_user_make_roles_that_row_level_security_holds(postgre
         with postgres_server.connect(database) as conn:  # the server holds a verifier, never the password
             stored = conn.execute("SELECT rolpassword FROM pg_authid WHERE rolname = 'carol_t'").fetchone()[0]
             assert stored.startswith("SCRAM-SHA-256$") and url.split(":")[2].split("@")[0] not in stored
+
+        # The members, a new password (the old one stops working), a login taken away and given back.
+        assert json.loads(cli("team", "users", "--database-url", admin, "--json")) == \
+            [{"name": "carol_t", "can_log_in": True, "memories": 0}]
+        renewed = json.loads(cli("team", "new-password", "carol_t", "--database-url", admin, "--json"))["url"]
+        assert renewed != url
+        with pytest.raises(psycopg.OperationalError):
+            psycopg.connect(url).close()
+        psycopg.connect(renewed).close()
+        assert "can no longer log in" in cli("team", "remove-user", "carol_t", "--database-url", admin)
+        with pytest.raises(psycopg.OperationalError):
+            psycopg.connect(renewed).close()
+        assert "login removed" in cli("team", "users", "--database-url", admin)
+        cli("team", "remove-user", "nobody_t", "--database-url", admin, expect=1)  # not a member: said, not done
+        psycopg.connect(json.loads(cli("team", "new-password", "carol_t", "--database-url", admin, "--json"))["url"]
+                        ).close()
     finally:
         postgres_server.drop_database(database)
         postgres_server.drop_roles(made)

@@ -28,7 +28,8 @@ from .background import BackgroundWork
 from .recall import IN_PROCESS_EMBED_LIMIT, Recall
 
 __all__ = ["BadEvent", "BackgroundWork", "IN_PROCESS_EMBED_LIMIT", "Recall", "StorageUnavailable", "add_team_member",
-           "init_team", "open_recall", "search_anywhere", "settings", "status"]
+           "init_team", "new_team_password", "open_recall", "remove_team_member", "search_anywhere", "settings",
+           "status", "team_members"]
 
 
 def open_recall(home: str | os.PathLike | None = None, config: Config | None = None, *,
@@ -86,6 +87,29 @@ def init_team(url: str, config: Config | None = None) -> dict:
     model = config.embedding.model
     dim = DEFAULT_DIM if model == DEFAULT_MODEL else load_embedder(config.embedding).dim
     return init(url, model, dim)
+
+
+def team_members(url: str) -> list[dict]:
+    """`recall team users`: each member's name, whether it may log in, and how many memories it owns."""
+    from ..core.storage.postgres.team import members
+
+    return members(url)
+
+
+def new_team_password(url: str, name: str) -> str:
+    """`recall team new-password NAME`: a new password for a member (its old one stops working); returns its URL."""
+    from ..core.storage.postgres.team import set_member_login
+
+    new = set_member_login(url, name, allowed=True)
+    assert new is not None
+    return new
+
+
+def remove_team_member(url: str, name: str) -> None:
+    """`recall team remove-user NAME`: the member may no longer log in; its memories stay as they are."""
+    from ..core.storage.postgres.team import set_member_login
+
+    set_member_login(url, name, allowed=False)
 
 
 def add_team_member(url: str, name: str) -> str:

@@ -70,3 +70,67 @@ def team_add_user(
         return
     typer.echo(f"created {name}. Their URL (shown this once; it holds the password):\n{member}")
     typer.echo(f"{name} sets it as RECALL_DATABASE_URL (or storage.url in config.json) on each machine.")
+
+
+@team_app.command("users")
+def team_users(database_url: DatabaseUrlOption = None, home: HomeOption = None, json_output: JsonOption = False):
+    """The team's members: name, whether they may log in, how many memories they own. Example: recall team users"""
+    from ...api import team_members
+
+    url, _config = admin_url(database_url, home)
+    found = team_members(url)
+    if json_output:
+        emit_json(found)
+        return
+    if not found:
+        typer.echo("no members yet (recall team add-user NAME)")
+    for member in found:
+        typer.echo(f"{member['name']:<24} {'can log in' if member['can_log_in'] else 'login removed':<14} "
+                   f"{member['memories']} memories")
+
+
+@team_app.command("new-password")
+def team_new_password(
+    name: Annotated[str, typer.Argument(help="The member's role name.")],
+    database_url: DatabaseUrlOption = None,
+    home: HomeOption = None,
+    json_output: JsonOption = False,
+):
+    """Give a member a new password (the old one stops working) and print, once, their new URL; also gives a removed
+    member their login back. Example: recall team new-password alice"""
+    from ...api import new_team_password
+
+    url, _config = admin_url(database_url, home)
+    try:
+        member = new_team_password(url, name)
+    except ValueError as exc:
+        typer.echo(f"recall: {exc}", err=True)
+        raise typer.Exit(1) from None
+    if json_output:
+        emit_json({"user": name, "url": member})
+        return
+    typer.echo(f"new password for {name}. Their URL (shown this once; it holds the password):\n{member}")
+
+
+@team_app.command("remove-user")
+def team_remove_user(
+    name: Annotated[str, typer.Argument(help="The member's role name.")],
+    database_url: DatabaseUrlOption = None,
+    home: HomeOption = None,
+    json_output: JsonOption = False,
+):
+    """Take a member's login away: they can no longer connect; their memories stay (private ones private, shared ones
+    shared) and `recall team new-password NAME` gives the login back. Example: recall team remove-user bob"""
+    from ...api import remove_team_member
+
+    url, _config = admin_url(database_url, home)
+    try:
+        remove_team_member(url, name)
+    except ValueError as exc:
+        typer.echo(f"recall: {exc}", err=True)
+        raise typer.Exit(1) from None
+    if json_output:
+        emit_json({"user": name, "can_log_in": False})
+        return
+    typer.echo(f"{name} can no longer log in; their memories stay (recall team new-password {name} restores it)")
+

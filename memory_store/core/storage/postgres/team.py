@@ -1,4 +1,5 @@
-"""Setting up a shared database for a team: `recall team init` and `recall team add-user NAME`.
+"""Setting up a shared database for a team: `recall team init`, and its members: `add-user`, `users`,
+`new-password`, `remove-user`.
 
 Both run with an administrator's URL (a role that may create extensions and roles). A member is a
 login role in the group `recall_member`: no superuser, no BYPASSRLS, so row-level security holds for
@@ -47,6 +48,40 @@ def add_member(url: str, name: str) -> str:
                              "NOREPLICATION NOBYPASSRLS").format(
             sql.Identifier(name), sql.Literal(verifier), sql.Identifier(schema.MEMBER_ROLE)))
     return member_url(conninfo_to_dict(url), name, password)
+
+
+def members(url: str) -> list[dict]:
+    """The team's login roles: name, whether it may log in, and how many memories it owns (private and shared)."""
+    with administering(url, "list the team") as conn:
+        rows = conn.execute(
+            "SELECT r.rolname, r.rolcanlogin, (SELECT count(*) FROM recall.memories m WHERE m.owner = r.rolname) "
+            "FROM pg_roles r JOIN pg_auth_members a ON a.member = r.oid JOIN pg_roles g ON g.oid = a.roleid "
+            "WHERE g.rolname = %s ORDER BY r.rolname", (schema.MEMBER_ROLE,)).fetchall()
+    return [{"name": name, "can_log_in": bool(login), "memories": int(count)} for name, login, count in rows]
+
+
+def set_member_login(url: str, name: str, *, allowed: bool) -> str | None:
+    """Give a member a new password (`allowed`: returns its new URL, shown once) or take its login away (None):
+    its memories stay, private to it, shared ones still shared."""
+    from psycopg import sql
+    from psycopg.conninfo import conninfo_to_dict
+
+    with administering(url, f"change {name}") as conn:
+        if name not in {m["name"] for m in _members(conn)}:
+            raise ValueError(f"{name} is not a member of the team at {masked(url)} (recall team users lists them)")
+        if not allowed:
+            conn.execute(sql.SQL("ALTER ROLE {} NOLOGIN PASSWORD NULL").format(sql.Identifier(name)))
+            return None
+        password = secrets.token_urlsafe(24)
+        verifier = conn.pgconn.encrypt_password(password.encode(), name.encode(), b"scram-sha-256").decode()
+        conn.execute(sql.SQL("ALTER ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(name), sql.Literal(verifier)))
+    return member_url(conninfo_to_dict(url), name, password)
+
+
+def _members(conn) -> list[dict]:
+    rows = conn.execute("SELECT r.rolname FROM pg_roles r JOIN pg_auth_members a ON a.member = r.oid "
+                        "JOIN pg_roles g ON g.oid = a.roleid WHERE g.rolname = %s", (schema.MEMBER_ROLE,)).fetchall()
+    return [{"name": name} for (name,) in rows]
 
 
 @contextmanager
