@@ -351,3 +351,16 @@ def test_a_teammates_shared_prompt_is_shown_with_its_author_not_as_an_open_quest
         assert shared and "team, by alice" in shared[0].kind and "(open, no answer yet)" not in shared[0].text
     finally:
         bob.close()
+
+
+def test_plain_text_search_and_show_say_whose_a_team_memory_is(team_database, tmp_path, monkeypatch):
+    alice = as_member(monkeypatch, team_database.alice, tmp_path / "alice")
+    shared = alice.remember("Releases are cut on Tuesdays, never on Fridays", "github.com/acme/shop", team=True)
+    alice.close()
+    bob = as_member(monkeypatch, team_database.bob, tmp_path / "bob")
+    bob.close()
+    home = str(tmp_path / "bob")
+    found = cli("search", "when are releases cut", "--project", "github.com/acme/shop", "--home", home, "--all")
+    assert f"#{shared.id}" in found and f"team, by {team_database.alice_role}" in found
+    shown = cli("show", str(shared.id), "--home", home)
+    assert f"owner: {team_database.alice_role} · shared with the team" in shown

@@ -85,10 +85,13 @@ def hit_lines(hits: list[dict], query: str, scope: str | None, project: str | No
         text = mark_missing_files(hit["text"], hit.get("missing_files") or [])
         text = f"{hit['outdated']} {text}" if hit.get("outdated") else text  # as Hit.marked_text
         where = f"  [{hit['project']}]" if scope is None else ""  # --all-projects: say whose it is
+        # A teammate's shared memory says whose it is (as injected text and the viewer do: "team, by alice").
+        shared = f" · team, by {hit.get('owner') or '?'}" if hit.get("visibility") == "team" else ""
         if index:
-            lines.append(f"#{hit['id']:<6} {age(now - created):>9}  {hit['kind']:<8} {one_line(text, 100)}{where}")
+            lines.append(f"#{hit['id']:<6} {age(now - created):>9}  {hit['kind']:<8} {one_line(text, 100)}{where}"
+                         + (f"  ({shared[3:]})" if shared else ""))
         else:
-            lines.append(f"#{hit['id']}  {hit['kind']}  {age(now - created)}  score {hit['score']:.3f}{where}")
+            lines.append(f"#{hit['id']}  {hit['kind']}{shared}  {age(now - created)}  score {hit['score']:.3f}{where}")
             lines.append(f"    {one_line(text, 300)}")
     if index:
         lines.append("Expand one: `recall show ID` · what happened around it: `recall timeline ID`")

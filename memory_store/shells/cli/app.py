@@ -87,6 +87,9 @@ def print_memory(memory) -> None:
     stamp = memory.created_at.astimezone().strftime("%Y-%m-%d %H:%M")
     typer.echo(f"#{memory.id}  {memory.kind}  {stamp}  session {memory.session_id or '-'}")
     typer.echo(f"project: {memory.project}")
+    # Whose it is and who sees it: a team memory is everyone's to read and only its author's to change.
+    typer.echo(f"owner: {memory.owner or '-'} · " + ("shared with the team" if memory.visibility == "team"
+                                                     else "private"))
     if memory.superseded_by:
         typer.echo(f"superseded by #{memory.superseded_by}")
     typer.echo(memory.text)
