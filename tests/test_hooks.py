@@ -347,3 +347,18 @@ def test_log_search_words_are_searched_and_never_reach_a_shell(hooks, home, proj
     nothing = send("UserPromptSubmit", prompt="/recall:log-search qzxv unrelated plover", prompt_id="ls2").context
     assert "Nothing relevant found for 'qzxv unrelated plover'" in nothing
     assert not [m for m in stored(home).search("plover", project=str(project)) if "plover" in m.text]  # not kept
+
+
+def test_recall_brief_previews_what_the_next_session_start_offers(hooks, home, project):
+    from typer.testing import CliRunner
+
+    from memory_store.shells.cli import app
+
+    first_session(hooks, project)
+    wait_until_embedded(home)
+    preview = CliRunner().invoke(app, ["brief", "--project", str(project), "--home", str(home)])
+    assert preview.exit_code == 0 and "<recall-memory>" in preview.stdout and "--canary" in preview.stdout
+    start = session(hooks, project)("SessionStart-startup")
+    assert start.context.strip() == preview.stdout.strip()  # what the session then gets, exactly
+    empty = CliRunner().invoke(app, ["brief", "--project", str(project.parent / "elsewhere"), "--home", str(home)])
+    assert empty.exit_code == 0 and empty.stdout.startswith("nothing:")

@@ -181,6 +181,14 @@ class Recall:
             return [Hit.model_validate(hit) for hit in hits]
         return self.search_here(query, limit, project, shown=shown, embed_backlog=False)
 
+    def next_brief(self, project: str, now: float | None = None) -> str:
+        """What the next session started in `project` would be offered at SessionStart (a dry run: nothing is
+        marked shown); "" when there is nothing recent to offer."""
+        from ..core.injection import tiers
+
+        now = time.time() if now is None else now
+        return tiers.render_brief(self.store, tiers.brief(self.store, project, now), tiers.BRIEF_TITLE, now)[0]
+
     def explain(self, prompt: str, project: str, now: float | None = None):
         """What UserPromptSubmit would inject for `prompt` in `project`, and why: a dry run (nothing is
         captured, no access count changes). Returns a core.retrieval.gate.Decision and the lines it would inject."""

@@ -402,9 +402,8 @@ def session_brief(store: Store, event: SessionStart, project: str, now: float, m
     else:
         shown = store.injected_ids(event.session_id)
         items = [i for i in tiers.brief(store, project, now, exclude_session=event.session_id) if i.id not in shown]
-        title = "Recent work in this project, from earlier sessions (oldest first):"
-    text, ids = inject.render_block(items, title, store.config.inject.hot_budget_chars,
-                                    store.config.inject.max_item_chars, now)
+        title = tiers.BRIEF_TITLE
+    text, ids = tiers.render_brief(store, items, title, now)
     store.note_injection(event.session_id, project, "SessionStart", now, ids, None,
                          [(i, "recent work in this project (the SessionStart brief)") for i in ids])
     message = ""

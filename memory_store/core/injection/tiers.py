@@ -48,6 +48,15 @@ def hot_tier(store: Store, project: str, now: float, *, exclude_session: str | N
     return deque(reversed(interactions[:size]), maxlen=size)
 
 
+BRIEF_TITLE = "Recent work in this project, from earlier sessions (oldest first):"
+
+
+def render_brief(store: Store, items: list[inject.Item], title: str, now: float) -> tuple[str, list[int]]:
+    """The brief's block as SessionStart adds it (within inject.hot_budget_chars), and the ids it shows."""
+    return inject.render_block(items, title, store.config.inject.hot_budget_chars, store.config.inject.max_item_chars,
+                               now)
+
+
 def brief(store: Store, project: str, now: float, *, exclude_session: str | None = None) -> list[inject.Item]:
     """The SessionStart brief: of the recent interactions in the hot window, the `hot_size` with the most
     substance (decisions, fixes, errors and their resolution, values; a question still waiting for its

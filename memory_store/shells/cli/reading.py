@@ -58,6 +58,24 @@ def search(
 
 
 @app.command()
+def brief(
+    project: ProjectOption = None,
+    home: HomeOption = None,
+    json_output: JsonOption = False,
+):
+    """What the next session in this project would be offered when it starts (the SessionStart brief), exactly as
+    Claude would read it. A dry run: nothing is marked shown. Example: recall brief"""
+    scope = resolve_project(project, False)
+    with open_home(home) as recall:
+        block = recall.next_brief(scope)
+    if json_output:
+        emit_json({"project": scope, "brief": block})
+    else:
+        typer.echo(block or f"nothing: {scope} has no recent work to offer (the brief covers the last "
+                            "tiers.hot_window_hours, earlier sessions only)")
+
+
+@app.command()
 def explain(
     prompt: Annotated[str, typer.Argument(help="The prompt, as you would type it to Claude.")],
     project: ProjectOption = None,
