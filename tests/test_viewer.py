@@ -123,3 +123,25 @@ def test_viewer_in_chromium(hooks, home, project, browser, viewer, tmp_path):
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(urllib.request.Request(url, data=data), timeout=10)
         assert refused.value.code == 403
+
+
+def test_the_injections_page_shows_each_brief_once_and_an_exchanges_question(home):
+    """Each new session is offered the same brief: the page listed the same memories card after card, and an
+    exchange without the question it answered."""
+    import time
+
+    from memory_store.core.records import MemoryDraft
+    from memory_store.shells.viewer import Viewer
+
+    now = time.time()
+    with open_recall(home, load_models=False) as recall:
+        answer = recall.store.record("e1", MemoryDraft(
+            project="/p", session_id="s0", kind="exchange", text="It needs the --canary flag.", created_at=now - 60,
+            meta={"prompt": "Which flag does the staging deploy need?"})).memory_id
+        for n, session in enumerate(("s1", "s2", "s3")):
+            recall.store.add_receipt(session, "/p", "SessionStart", now + n, None, [(answer, "recent work")])
+        page = Viewer(recall, "t0k3n").injections({})
+        viewport = Viewer(recall, "t0k3n").page("x", "")
+    assert page.count("It needs the --canary flag.") == 1 and page.count("the same 1 memories as the brief") == 2
+    assert "<b>Q:</b> Which flag does the staging deploy need? <b>A:</b> It needs" in page
+    assert 'name="viewport"' in viewport

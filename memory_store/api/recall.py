@@ -331,6 +331,7 @@ class Recall:
                 memory = shown.get(item["id"])
                 item["kind"] = memory.kind if memory else None
                 item["text"] = memory.text if memory else None
+                item["question"] = memory.meta.get("prompt") if memory and memory.kind == "exchange" else None
         return receipts
 
     def known_session(self, session_id: str) -> bool:

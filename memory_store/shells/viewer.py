@@ -50,6 +50,7 @@ button{cursor:pointer;padding:4px 10px}
 button.danger,a.button.danger{background:#b3261e;color:#fff;border:0;border-radius:4px}
 a.button{padding:4px 10px;text-decoration:none;display:inline-block}
 input,select{padding:4px}.why{color:#37613a}.current{background:#fff7d6}.refused{color:#b3261e}
+button,.nowrap,.kind{white-space:nowrap}input[name=q],input[name=project]{max-width:100%}
 """
 
 
@@ -78,7 +79,9 @@ class Viewer:
 
     def page(self, title: str, body: str, refresh: int | None = None) -> str:
         meta = f'<meta http-equiv="refresh" content="{refresh}">' if refresh else ""
-        return (f'<!doctype html><html><head><meta charset="utf-8">{meta}<title>{_esc(title)} · recall</title>'
+        return (f'<!doctype html><html><head><meta charset="utf-8">'
+                f'<meta name="viewport" content="width=device-width, initial-scale=1">{meta}'
+                f'<title>{_esc(title)} · recall</title>'
                 f'<style>{STYLE}</style></head><body><header><b>recall</b>'
                 f'<a href="{self.link("/")}">Projects</a><a href="{self.link("/search")}">Search</a>'
                 f'<a href="{self.link("/injections")}">Injections</a></header><main><h2>{_esc(title)}</h2>'
@@ -146,7 +149,7 @@ class Viewer:
         rows = "".join(
             f'<tr><td><a href="{self.link(f"/memory/{m.id}")}">#{m.id}</a></td>'
             f'<td><span class="kind">{_esc(kind_label(m))}</span></td>'
-            f'<td class="muted">{_esc(age(now - m.created_at.timestamp()))}</td>'
+            f'<td class="muted nowrap">{_esc(age(now - m.created_at.timestamp()))}</td>'
             + (f'<td class="muted">{_esc(_project_name(m.project))}</td>' if show_project else "")
             + f'<td>{_esc(one_line(m.marked_text() if isinstance(m, Hit) else m.text, 160))}</td></tr>' for m in memories)
         head = "<tr><th>id</th><th>kind</th><th>age</th>" + ("<th>project</th>" if show_project else "") + \
@@ -209,10 +212,18 @@ class Viewer:
         receipts = self.recall.injections(session, 30)
         now = time.time()
         cards = []
+        briefs_shown: dict[frozenset, str] = {}  # a brief's memories -> the session whose card lists them
         for receipt in receipts:
             prompt = receipt["prompt"] or ("(session start)" if receipt["hook"] == "SessionStart"
                                            else "(prompt not kept)")
-            items = "".join(self._receipt_item(item) for item in receipt["memories"])
+            ids = frozenset(item["id"] for item in receipt["memories"])
+            if receipt["hook"] == "SessionStart" and ids in briefs_shown:  # each new session offers the same brief
+                items = (f'<li class="muted">the same {len(ids)} memories as the brief of session '
+                         f'{_esc(briefs_shown[ids])} above</li>')
+            else:
+                items = "".join(self._receipt_item(item) for item in receipt["memories"])
+                if receipt["hook"] == "SessionStart":
+                    briefs_shown[ids] = receipt["session_id"]
             cards.append(
                 f'<div class="card"><p class="muted">{_esc(age(now - receipt["injected_at"]))} · {_esc(receipt["hook"])} · '
                 f'session <a href="{self.link("/injections", session=receipt["session_id"])}">'
@@ -227,8 +238,10 @@ class Viewer:
     def _receipt_item(self, item: dict) -> str:
         href = self.link(f"/memory/{item['id']}")
         kind = _esc(item.get("kind") or "forgotten")
+        question = f'<b>Q:</b> {_esc(one_line(item["question"], 160))} <b>A:</b> ' if item.get("question") else ""
         return (f'<li><a href="{href}">#{item["id"]}</a> <span class="kind">{kind}</span> '
-                f'{_esc(one_line(item.get("text") or "", 200))}<br><span class="why">why: {_esc(item["why"])}</span></li>')
+                f'{question}{_esc(one_line(item.get("text") or "", 200))}<br>'
+                f'<span class="why">why: {_esc(item["why"])}</span></li>')
 
     # --- actions -----------------------------------------------------------------------------------
 
