@@ -81,7 +81,7 @@ def test_viewer_in_chromium(hooks, home, project, browser, viewer, tmp_path):
 
     page.goto(f"{base}/injections?token={token}")
     text = page.inner_text("main")
-    assert "How do staging deploys work again" in text and "why: evidence" in text and "ship.sh" in text
+    assert "How do staging deploys work again" in text and "why: relevant: " in text and "ship.sh" in text
     page.screenshot(path=str(shots / "viewer-injections.png"), full_page=True)
 
     page.goto(f"{base}/search?token={token}&q=canary+flag&project={project}&kind=prompt")
