@@ -259,6 +259,9 @@ def test_a_server_that_goes_away_costs_no_hook_and_loses_no_event(tmp_path, monk
         doctor = runner.invoke(app, ["doctor", "--home", str(home), "--json"])
         store_check = next(c for c in json.loads(doctor.stdout)["checks"] if c["name"] == "store")
         assert not store_check["ok"] and "erin:***@" in store_check["detail"]
+        status = runner.invoke(app, ["status", "--home", str(home)])  # one diagnosis, and a failing exit
+        assert status.exit_code == 1 and "the store cannot be reached" in status.stdout, status.stdout
+        assert "no worker" not in status.stdout and "[REDACTED" not in status.stdout
         for path in [*home.rglob("*")]:  # spool, logs, runtime files: the password nowhere
             if path.is_file():
                 assert password.encode() not in path.read_bytes(), path
