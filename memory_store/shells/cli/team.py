@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
 
 from ...shared.paths import DataPaths
 from .app import DatabaseUrlOption, HomeOption, JsonOption, emit_json, team_app
+
+T = TypeVar("T")
 
 
 def admin_url(given: str | None, home: Path | None):
@@ -48,6 +51,16 @@ def team_init(database_url: DatabaseUrlOption = None, home: HomeOption = None, j
                "day to day, a superuser sees every private memory).")
 
 
+def _administer(database_url: str | None, home, change: Callable[[str], T]) -> T:
+    """One change with the administrator's URL; a refused one (a name taken, unknown or invalid) is one line, exit 1."""
+    url, _config = admin_url(database_url, home)
+    try:
+        return change(url)
+    except ValueError as exc:
+        typer.echo(f"recall: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+
 @team_app.command("add-user")
 def team_add_user(
     name: Annotated[str, typer.Argument(help="The new role's name (letters, digits, _ . -).")],
@@ -59,12 +72,7 @@ def team_add_user(
     generated password. Example: recall team add-user alice"""
     from ...api import add_team_member
 
-    url, _config = admin_url(database_url, home)
-    try:
-        member = add_team_member(url, name)
-    except ValueError as exc:
-        typer.echo(f"recall: {exc}", err=True)
-        raise typer.Exit(1) from None
+    member = _administer(database_url, home, lambda url: add_team_member(url, name))
     if json_output:
         emit_json({"user": name, "url": member})
         return
@@ -100,12 +108,7 @@ def team_new_password(
     member their login back. Example: recall team new-password alice"""
     from ...api import new_team_password
 
-    url, _config = admin_url(database_url, home)
-    try:
-        member = new_team_password(url, name)
-    except ValueError as exc:
-        typer.echo(f"recall: {exc}", err=True)
-        raise typer.Exit(1) from None
+    member = _administer(database_url, home, lambda url: new_team_password(url, name))
     if json_output:
         emit_json({"user": name, "url": member})
         return
@@ -123,12 +126,7 @@ def team_remove_user(
     shared) and `recall team new-password NAME` gives the login back. Example: recall team remove-user bob"""
     from ...api import remove_team_member
 
-    url, _config = admin_url(database_url, home)
-    try:
-        remove_team_member(url, name)
-    except ValueError as exc:
-        typer.echo(f"recall: {exc}", err=True)
-        raise typer.Exit(1) from None
+    _administer(database_url, home, lambda url: remove_team_member(url, name))
     if json_output:
         emit_json({"user": name, "can_log_in": False})
         return
