@@ -145,3 +145,38 @@ def test_the_injections_page_shows_each_brief_once_and_an_exchanges_question(hom
     assert page.count("It needs the --canary flag.") == 1 and page.count("the same 1 memories as the brief") == 2
     assert "<b>Q:</b> Which flag does the staging deploy need? <b>A:</b> It needs" in page
     assert 'name="viewport"' in viewport
+
+
+def test_a_session_page_and_an_export_over_http(home):
+    """The viewer had no session view and no export: a session's memories in order, and a project's memories as the
+    JSONL `recall export` writes, served to a browser that carries the token."""
+    import json
+    import time
+
+    from memory_store.core.records import MemoryDraft
+    from memory_store.shells.viewer import make_server
+
+    now = time.time()
+    with open_recall(home, load_models=False) as recall:
+        for n, text in enumerate(["first: the staging deploy needs --canary", "second: done, it passed"]):
+            recall.store.record(f"e{n}", MemoryDraft(project="/p", session_id="s/1", kind="note", text=text,
+                                                     created_at=now + n))
+        server, url = make_server(recall)
+        import threading
+
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            base, token = url.split("/?token=")
+            page = urllib.request.urlopen(f"{base}/session/s%2F1?token={token}").read().decode()
+            assert page.index("first: the staging") < page.index("second: done") and "what was injected" in page
+            with urllib.request.urlopen(f"{base}/export?project=%2Fp&token={token}") as answer:
+                assert "attachment" in answer.headers["Content-Disposition"]
+                rows = [json.loads(line) for line in answer.read().decode().splitlines()]
+            assert sorted(r["text"] for r in rows)[0].startswith("first: the staging")
+            with pytest.raises(urllib.error.HTTPError):
+                urllib.request.urlopen(f"{base}/export?project=%2Fp&token=wrong")
+        finally:
+            server.shutdown()
+            server.server_close()
+            thread.join(5)

@@ -5,6 +5,8 @@
     /memory/ID             one memory in full, its timeline, and pin / unpin / forget buttons
     /memory/ID/forget      what forgetting it deletes, and the one button that does it
     /injections            what was injected, into which prompt, and the gate's reasons (live: refreshes)
+    /session/ID            one session's memories in the order they happened
+    /export?project=P      a project's memories as JSONL (what `recall export` writes; re-importable)
 
 Bound to 127.0.0.1 only. Every request must carry the random token of this run (in the URL, as printed by
 `recall ui`; forms post it back): without it, 403. Everything shown is HTML-escaped (memories hold whatever
@@ -15,6 +17,8 @@ HTML and forms. A thin shell over `memory_store.api`, like the CLI and the MCP s
 from __future__ import annotations
 
 import html
+import json
+import re
 import secrets
 import threading
 import time
@@ -22,7 +26,7 @@ from datetime import datetime
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Literal
-from urllib.parse import parse_qs, urlencode, urlparse
+from urllib.parse import parse_qs, quote, unquote, urlencode, urlparse
 
 from ..core.injection.inject import kind_label
 from ..core.records import Hit
@@ -96,10 +100,24 @@ class Viewer:
         now = time.time()
         lines = "".join(
             f'<tr><td><a href="{self.link("/search", project=r["project"])}">{_esc(r["project"])}</a></td>'
-            f'<td>{r["memories"]}</td><td>{r["pinned"]}</td><td>{_esc(age(now - r["last_activity"]))}</td></tr>'
+            f'<td>{r["memories"]}</td><td>{r["pinned"]}</td><td class="nowrap">{_esc(age(now - r["last_activity"]))}'
+            f'</td><td><a href="{self.link("/export", project=r["project"])}">export (JSONL)</a></td></tr>'
             for r in rows)
         return self.page("Projects", "<table><tr><th>project</th><th>memories</th><th>pinned</th>"
-                                     f"<th>last activity</th></tr>{lines}</table>")
+                                     f"<th>last activity</th><th></th></tr>{lines}</table>")
+
+    def session(self, session_id: str) -> tuple[int, str]:
+        """One session's memories in the order they happened, and a link to what was injected into it."""
+        memories = sorted(self.recall.select(session_id=session_id), key=lambda m: (m.created_at, m.id))
+        if not memories:
+            return 404, self.page("Not found", f"<p>No memory of session {_esc(session_id)}.</p>")
+        injected = f'<p><a href="{self.link("/injections", session=session_id)}">what was injected into it</a></p>'
+        return 200, self.page(f"Session {session_id}", injected + self._table(memories, show_project=False))
+
+    def export(self, params) -> bytes:
+        """A project's memories (every field), one JSON object a line: what `recall export` writes, re-importable."""
+        rows = self.recall.export(params.get("project") or None)
+        return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-8")
 
     def search(self, params) -> str:
         query = params.get("q", "").strip()
@@ -174,7 +192,8 @@ class Viewer:
             actions = f'<b class="refused">Not done ({_esc(refused)}): {_esc(_not_yours(memory))}</b><br>' + actions
         facts = (f'<p class="muted">#{memory.id} · <span class="kind">{_esc(kind_label(memory))}</span> · '
                  f'{_stamp(memory.created_at.timestamp())} · {_esc(_project_name(memory.project))} · session '
-                 f'<a href="{self.link("/injections", session=memory.session_id)}">{_esc(memory.session_id or "-")}</a>'
+                 f'<a href="{self.link("/session/" + quote(memory.session_id or "-", safe=""))}">'
+                 f'{_esc(memory.session_id or "-")}</a>'
                  + (" · <b>pinned</b>" if memory.pinned else "")
                  + (f" · superseded by #{memory.superseded_by}" if memory.superseded_by else "") + "</p>")
         text = (f"<p><b>Q:</b> {_esc(question)}</p>" if question else "") + f"<pre>{_esc(memory.text)}</pre>"
@@ -308,6 +327,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _send_file(self, data: bytes, filename: str) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-ndjson; charset=utf-8")
+        self.send_header("Content-Disposition", f'attachment; filename="{filename}"')
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def do_GET(self) -> None:
         url = urlparse(self.path)
         params = {k: v[0] for k, v in parse_qs(url.query).items()}
@@ -323,6 +352,11 @@ class _Handler(BaseHTTPRequestHandler):
                     self._send(200, viewer.search(params))
                 elif url.path == "/injections":
                     self._send(200, viewer.injections(params))
+                elif url.path.startswith("/session/") and len(url.path) > 9:
+                    self._send(*viewer.session(unquote(url.path[9:])))
+                elif url.path == "/export":
+                    name = re.sub(r"[^\w.-]+", "-", params.get("project") or "all-projects").strip("-")
+                    self._send_file(viewer.export(params), f"recall-{name}.jsonl")
                 elif url.path.startswith("/memory/") and url.path[8:].isdigit():
                     self._send(*viewer.memory(int(url.path[8:]), params))
                 elif url.path.startswith("/memory/") and url.path.endswith("/forget") and url.path[8:-7].isdigit():
