@@ -62,6 +62,16 @@ def test_injection_receipts_say_what_why_and_into_which_prompt(hooks, home, proj
     assert any("ship.sh" in (m["text"] or "") for r in receipts for m in r["memories"])
     text = cli("injections", "--home", home).stdout
     assert "why: relevant: " in text and "UserPromptSubmit" in text
+    # A prompt that got nothing says why, with --session (the gate's judgement now, in plain words).
+    send("UserPromptSubmit", prompt="hi!", prompt_id="q2")
+    send("UserPromptSubmit", prompt="what colour should the qzxv plover dashboard be?", prompt_id="q3")
+    session_id = prompt_receipt["session_id"]
+    said = cli("injections", "--session", session_id, "--home", home).stdout
+    assert "nothing injected into: hi!" in said and "not searched" in said
+    assert "nothing injected into: what colour should the qzxv plover" in said
+    nothing = [r for r in json.loads(cli("injections", "--session", session_id, "--json", "--home", home).stdout)
+               if r["memories"] == []]
+    assert len(nothing) == 2 and all(r["why_nothing"] for r in nothing)
     # Forgetting the injected memory forgets its receipts too.
     injected = [m["id"] for m in prompt_receipt["memories"]]
     stop_worker(home)

@@ -200,6 +200,27 @@ class Recall:
                                           self.config.inject.max_item_chars, now)
         return decision, block
 
+    def silent_prompts(self, session_id: str) -> list[dict]:
+        """The session's prompts that got nothing injected, each with why, as the gate judges it now (what was
+        not kept: only a prompt's injections are; the memories stored since may weigh in): the prompt, when,
+        and the reason in plain words."""
+        injected = {r["prompt_id"] for r in self.store.receipts(session_id, 1000) if r["prompt_id"] is not None}
+        prompts = sorted((m for m in self.store.select_memories(session_id=session_id) if m.kind == "prompt"
+                          and m.id not in injected), key=lambda m: m.created_at)
+        silent = []
+        for prompt in prompts:
+            decision = gate.judge(self.store, self.models, prompt.text, prompt.project, session_id,
+                                  prompt.created_at.timestamp(), complete=True)
+            if not decision.searched:
+                why = f"not searched: {'; '.join(decision.intent.reasons) or decision.intent.kind}"
+            elif not decision.candidates:
+                why = "nothing stored came close"
+            else:
+                best = max(decision.candidates, key=lambda c: c.evidence)
+                why = best.why if not best.taken else "it would be injected now (memories stored since)"
+            silent.append({"prompt": prompt.text, "at": prompt.created_at.timestamp(), "why": why})
+        return silent
+
     def use(self, ids: list[int]) -> None:
         """Count these memories as used (Claude read them in full): they strengthen and, after a few uses,
         consolidate (core/retrieval/strength.py)."""

@@ -111,8 +111,8 @@ class Sessions(StoreContract):
 
     def receipts(self, session_id: str | None = None, limit: int = 20) -> list[dict]:
         """The latest injections, newest first: when, into which session and prompt, which memories and why."""
-        sql = ("SELECT r.id, r.session_id, r.project, r.hook, r.injected_at, r.items, p.text FROM injection_receipts r "
-               "LEFT JOIN memories p ON p.id = r.prompt_memory_id")
+        sql = ("SELECT r.id, r.session_id, r.project, r.hook, r.injected_at, r.items, p.text, r.prompt_memory_id "
+               "FROM injection_receipts r LEFT JOIN memories p ON p.id = r.prompt_memory_id")
         args: list = []
         if session_id:
             sql += " WHERE r.session_id = ?"
@@ -120,5 +120,5 @@ class Sessions(StoreContract):
         sql += " ORDER BY r.injected_at DESC, r.id DESC LIMIT ?"
         args.append(limit)
         return [{"receipt": rid, "session_id": sid, "project": project, "hook": hook, "injected_at": at,
-                 "prompt": prompt, "memories": json.loads(items)}
-                for rid, sid, project, hook, at, items, prompt in self.db.all(sql, args)]
+                 "prompt": prompt, "prompt_id": prompt_id, "memories": json.loads(items)}
+                for rid, sid, project, hook, at, items, prompt, prompt_id in self.db.all(sql, args)]

@@ -214,20 +214,28 @@ def injections(
     home: HomeOption = None,
     json_output: JsonOption = False,
 ):
-    """What recall injected, when, into which prompt, and why (newest first)."""
+    """What recall injected, when, into which prompt, and why (newest first); with --session, also the prompts that
+    got nothing and why (as the gate judges them now)."""
     with open_home(home) as recall:
         receipts = recall.injections(session, limit)
         unknown = bool(session) and not receipts and not recall.known_session(session)
+        silent = recall.silent_prompts(session) if session and not unknown else []
     if unknown:
         typer.echo(f"recall: no session {session} (`recall injections` lists the latest)", err=True)
         raise typer.Exit(1)
-    if json_output:
-        emit_json(receipts)
+    if json_output:  # a prompt that got nothing is a receipt without memories, with why
+        emit_json(sorted(receipts + [{"receipt": None, "session_id": session, "hook": "UserPromptSubmit",
+                                      "injected_at": p["at"], "prompt": p["prompt"], "memories": [],
+                                      "why_nothing": p["why"]} for p in silent],
+                         key=lambda r: -r["injected_at"]))
         return
-    if not receipts:
+    if not receipts and not silent:
         typer.echo(f"nothing injected into session {session}" if session else "no injections yet")
         return
     now = time.time()
+    for prompt in silent:
+        typer.echo(f"{age(now - prompt['at'])} · nothing injected into: {one_line(prompt['prompt'], 100)}\n"
+                   f"     why (judged now): {prompt['why']}")
     for receipt in receipts:
         prompt = one_line(receipt["prompt"], 100) if receipt["prompt"] else "(session start)" \
             if receipt["hook"] == "SessionStart" else "(prompt not kept)"
