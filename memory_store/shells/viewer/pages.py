@@ -1,40 +1,23 @@
-"""`recall ui`: a local web viewer of the memory, served by the standard library.
+"""The viewer's pages: HTML rendered from the API, escaped, with no script (see the package docstring)."""
 
-    /                      projects, with counts and last activity
-    /search                search or browse a project, filtered by kind and date
-    /memory/ID             one memory in full, its timeline, and pin / unpin / forget buttons
-    /memory/ID/forget      what forgetting it deletes, and the one button that does it
-    /injections            what was injected, into which prompt, and the gate's reasons (live: refreshes)
-    /session/ID            one session's memories in the order they happened
-    /export?project=P      a project's memories as JSONL (what `recall export` writes; re-importable)
-
-Bound to 127.0.0.1 only. Every request must carry the random token of this run (in the URL, as printed by
-`recall ui`; forms post it back): without it, 403. Everything shown is HTML-escaped (memories hold whatever
-was typed or printed), and the Content-Security-Policy forbids scripts altogether: the pages are plain
-HTML and forms. A thin shell over `memory_store.api`, like the CLI and the MCP server.
-"""
 
 from __future__ import annotations
 
 import html
 import json
-import re
-import secrets
 import threading
 import time
 from datetime import datetime
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Literal
-from urllib.parse import parse_qs, quote, unquote, urlencode, urlparse
+from urllib.parse import quote, urlencode
 
-from ..core.injection.inject import kind_label
-from ..core.records import Hit
-from ..shared.projects import GLOBAL_PROJECT
-from ..shared.text import age, one_line
+from ...core.injection.inject import kind_label
+from ...core.records import Hit
+from ...shared.projects import GLOBAL_PROJECT
+from ...shared.text import age, one_line
 
 if TYPE_CHECKING:
-    from ..api.recall import Recall
+    from ...api.recall import Recall
 
 KINDS = ("prompt", "exchange", "tool", "error", "note")
 PAGE_SIZE = 50
@@ -301,92 +284,3 @@ def _day(value: str | None, end: bool = False) -> float | None:
     except ValueError:
         return None
     return start + 86399.999 if end else start
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server_version = "recall-ui"
-    viewer: Viewer  # set on the class built by make_server
-
-    def log_message(self, *args) -> None:  # requests stay out of the terminal
-        pass
-
-    def _authorised(self, params: dict) -> bool:
-        return secrets.compare_digest(params.get("token", ""), self.viewer.token)
-
-    def _send(self, status: int, body: str, location: str | None = None) -> None:
-        data = body.encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Security-Policy", CSP)
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.send_header("Referrer-Policy", "no-referrer")  # the token stays in this tab
-        self.send_header("Cache-Control", "no-store")
-        if location:
-            self.send_header("Location", location)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _send_file(self, data: bytes, filename: str) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-ndjson; charset=utf-8")
-        self.send_header("Content-Disposition", f'attachment; filename="{filename}"')
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self) -> None:
-        url = urlparse(self.path)
-        params = {k: v[0] for k, v in parse_qs(url.query).items()}
-        if not self._authorised(params):
-            self._send(HTTPStatus.FORBIDDEN, "<h1>403</h1><p>Open the address `recall ui` printed (it has the token).</p>")
-            return
-        viewer = self.viewer
-        try:
-            with viewer.lock:
-                if url.path == "/":
-                    self._send(200, viewer.projects(params))
-                elif url.path == "/search":
-                    self._send(200, viewer.search(params))
-                elif url.path == "/injections":
-                    self._send(200, viewer.injections(params))
-                elif url.path.startswith("/session/") and len(url.path) > 9:
-                    self._send(*viewer.session(unquote(url.path[9:])))
-                elif url.path == "/export":
-                    name = re.sub(r"[^\w.-]+", "-", params.get("project") or "all-projects").strip("-")
-                    self._send_file(viewer.export(params), f"recall-{name}.jsonl")
-                elif url.path.startswith("/memory/") and url.path[8:].isdigit():
-                    self._send(*viewer.memory(int(url.path[8:]), params))
-                elif url.path.startswith("/memory/") and url.path.endswith("/forget") and url.path[8:-7].isdigit():
-                    self._send(*viewer.confirm_forget(int(url.path[8:-7])))
-                else:
-                    self._send(404, viewer.page("Not found", "<p>No such page.</p>"))
-        except Exception as exc:  # one bad page must not stop the viewer
-            self._send(500, f"<h1>500</h1><pre>{_esc(type(exc).__name__)}: {_esc(exc)}</pre>")
-
-    def do_POST(self) -> None:
-        url = urlparse(self.path)
-        length = min(int(self.headers.get("Content-Length") or 0), 64 * 1024)
-        params = {k: v[0] for k, v in parse_qs(self.rfile.read(length).decode("utf-8", "replace")).items()}
-        if not self._authorised(params):
-            self._send(HTTPStatus.FORBIDDEN, "<h1>403</h1>")
-            return
-        parts = url.path.strip("/").split("/")
-        if len(parts) != 3 or parts[0] != "memory" or not parts[1].isdigit() or parts[2] not in ("pin", "unpin", "forget"):
-            self._send(404, "<h1>404</h1>")
-            return
-        with self.viewer.lock:
-            location = self.viewer.act(int(parts[1]), parts[2], confirmed=params.get("confirm") == "yes")
-        self._send(HTTPStatus.SEE_OTHER, "", location=location)
-
-
-def make_server(recall: Recall, port: int = 0, token: str | None = None) -> tuple[ThreadingHTTPServer, str]:
-    """The viewer's HTTP server on 127.0.0.1:`port` (0: any free port) and its URL with the token."""
-    viewer = Viewer(recall, token or secrets.token_urlsafe(24))
-    handler = type("Handler", (_Handler,), {"viewer": viewer})
-    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
-    server.daemon_threads = True
-    url = f"http://127.0.0.1:{server.server_address[1]}/?{urlencode({'token': viewer.token})}"
-    return server, url
