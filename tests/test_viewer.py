@@ -180,3 +180,24 @@ def test_a_session_page_and_an_export_over_http(home):
             server.shutdown()
             server.server_close()
             thread.join(5)
+
+
+def test_ticked_search_results_are_forgotten_after_one_confirmation(home):
+    import time
+
+    from memory_store.core.records import MemoryDraft
+    from memory_store.shells.viewer import Viewer
+
+    now = time.time()
+    with open_recall(home, load_models=False) as recall:
+        ids = [recall.store.record(f"e{n}", MemoryDraft(project="/p", session_id="s", kind="note", text=text,
+                                                        created_at=now + n)).memory_id
+               for n, text in enumerate(["the old deploy key is in vault", "the old deploy host is gone", "keep me"])]
+        viewer = Viewer(recall, "t0k3n")
+        page = viewer.search({"project": "/p"})
+        assert page.count('type="checkbox" name="id"') == 3 and 'action="/forget"' in page
+        status, confirm = viewer.confirm_forget_many(ids[:2])
+        assert status == 200 and "Forget these 2 memories for good?" in confirm and "keep me" not in confirm
+        assert recall.get(ids[:2])  # nothing forgotten before the confirmation
+        viewer.forget_many(ids[:2])
+        assert [m.id for m in recall.get(ids)] == [ids[2]]

@@ -6,6 +6,7 @@
     /memory/ID/forget      what forgetting it deletes, and the one button that does it
     /injections            what was injected, into which prompt, and the gate's reasons (live: refreshes)
     /session/ID            one session's memories in the order they happened
+    /forget (POST)         the ticked search results: a confirmation page, then one button that forgets them
     /export?project=P      a project's memories as JSONL (what `recall export` writes; re-importable)
 
 Bound to 127.0.0.1 only. Every request must carry the random token of this run (in the URL, as printed by

@@ -136,26 +136,57 @@ class Viewer:
             memories = [m for m in self.recall.select(project=project, kind=kind, since=since, newest=PAGE_SIZE * 4)
                         if until is None or m.created_at.timestamp() <= until][:PAGE_SIZE]
             heading = f"<p class='muted'>the {len(memories)} newest memories</p>"
-        table = self._table(memories, show_project=project is None) if memories or not query else ""
+        table = self._table(memories, show_project=project is None, selectable=True) if memories or not query else ""
         return self.page("Search", form + heading + table)
 
     def _search(self, query: str, project: str | None, everything: bool):
         shown: Literal["relevant", "all"] = "all" if everything else "relevant"
         return self.recall.search_through_worker(query, PAGE_SIZE * 2, project, shown=shown)
 
-    def _table(self, memories, show_project: bool) -> str:
+    def _table(self, memories, show_project: bool, selectable: bool = False) -> str:
+        """Memories as a table; `selectable`: a box on each of the user's own, and a button that forgets the ones
+        ticked (after a confirmation page)."""
         if not memories:
             return "<p>Nothing found.</p>"
         now = time.time()
+
+        def box(m) -> str:
+            mine = selectable and self.recall.is_mine(m)
+            return f'<td><input type="checkbox" name="id" value="{m.id}"></td>' if mine else "<td></td>"
+
         rows = "".join(
-            f'<tr><td><a href="{self.link(f"/memory/{m.id}")}">#{m.id}</a></td>'
+            "<tr>" + (box(m) if selectable else "") + f'<td><a href="{self.link(f"/memory/{m.id}")}">#{m.id}</a></td>'
             f'<td><span class="kind">{_esc(kind_label(m))}</span></td>'
             f'<td class="muted nowrap">{_esc(age(now - m.created_at.timestamp()))}</td>'
             + (f'<td class="muted">{_esc(_project_name(m.project))}</td>' if show_project else "")
             + f'<td>{_esc(one_line(m.marked_text() if isinstance(m, Hit) else m.text, 160))}</td></tr>' for m in memories)
-        head = "<tr><th>id</th><th>kind</th><th>age</th>" + ("<th>project</th>" if show_project else "") + \
-            "<th>memory</th></tr>"
-        return f"<table>{head}{rows}</table>"
+        head = ("<tr>" + ("<th></th>" if selectable else "") + "<th>id</th><th>kind</th><th>age</th>"
+                + ("<th>project</th>" if show_project else "") + "<th>memory</th></tr>")
+        table = f"<table>{head}{rows}</table>"
+        if not selectable:
+            return table
+        return (f'<form method="post" action="/forget">{self.hidden_token()}{table}'
+                '<p><button type="submit" class="danger">Forget the ticked memories…</button></p></form>')
+
+    def confirm_forget_many(self, ids: list[int]) -> tuple[int, str]:
+        """What forgetting the ticked memories deletes, and the one button that does it (only the user's own)."""
+        found = [m for m in self.recall.get(ids) if self.recall.is_mine(m)]
+        if not found:
+            return 200, self.page("Forget", "<p>Nothing to forget: tick memories of your own first.</p>")
+        hidden = "".join(f'<input type="hidden" name="id" value="{m.id}">' for m in found)
+        body = (f'<div class="card"><p>Forget these {len(found)} memories for good? Their text leaves the database, '
+                "its index, the neighbouring turns' context, the spool and the logs; it cannot be undone.</p>"
+                + self._table(found, show_project=True)
+                + f'<form class="inline" method="post" action="/forget">{self.hidden_token()}{hidden}'
+                f'<input type="hidden" name="confirm" value="yes">'
+                f'<button type="submit" class="danger">Forget {len(found)} for good</button></form> '
+                f'<a href="{self.link("/search")}">Keep them</a></div>')
+        return 200, self.page(f"Forget {len(found)} memories?", body)
+
+    def forget_many(self, ids: list[int]) -> str:
+        """Forget the user's own of these (a teammate's are left); returns where to go next."""
+        self.recall.forget([m.id for m in self.recall.get(ids) if self.recall.is_mine(m)])
+        return f"/search?{urlencode({'token': self.token})}"
 
     def memory(self, memory_id: int, params) -> tuple[int, str]:
         found = self.recall.get([memory_id])

@@ -82,9 +82,18 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         url = urlparse(self.path)
         length = min(int(self.headers.get("Content-Length") or 0), 64 * 1024)
-        params = {k: v[0] for k, v in parse_qs(self.rfile.read(length).decode("utf-8", "replace")).items()}
+        posted = parse_qs(self.rfile.read(length).decode("utf-8", "replace"))
+        params = {k: v[0] for k, v in posted.items()}
         if not self._authorised(params):
             self._send(HTTPStatus.FORBIDDEN, "<h1>403</h1>")
+            return
+        if url.path == "/forget":  # the ticked memories of a search: confirmed on a page of their own first
+            ids = [int(i) for i in posted.get("id", []) if i.isdigit()]
+            with self.viewer.lock:
+                if params.get("confirm") == "yes":
+                    self._send(HTTPStatus.SEE_OTHER, "", location=self.viewer.forget_many(ids))
+                else:
+                    self._send(*self.viewer.confirm_forget_many(ids))
             return
         parts = url.path.strip("/").split("/")
         if len(parts) != 3 or parts[0] != "memory" or not parts[1].isdigit() or parts[2] not in ("pin", "unpin", "forget"):
