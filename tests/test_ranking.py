@@ -128,6 +128,8 @@ def test_an_exact_identifier_wins_over_loose_matches_of_its_words(home):
     assert identifiers("what does max_connections do in v2.4.1?") == ["max_connections", "v2.4.1"]
     assert identifiers("TS2345 after --dry-run in useEffect") == ["TS2345", "--dry-run", "useEffect"]
     assert identifiers("why did the deploy fail yesterday?") == []
+    assert identifiers("a read-only e-mail follow-up") == []  # hyphenated words are words
+    assert identifiers("x" + "-" * 60_000) == []  # a pasted wall of dashes costs one pass, not quadratic time
     now = time.time()
     loose = [("note", "Decision: the ledger stays locked during the nightly reconciliation; err on the safe side.", 0),
              ("note", "The ledger is locked by the migration job; errors there are expected until it ends.", 1),

@@ -264,26 +264,49 @@ def shown_hits(store: Store, models: Models, query_text: str, limit: int = 10, p
 
 RELEVANT_DEPTH = 10  # `shown_hits` ranks at least this deep before it keeps the relevant ones
 
-# An identifier in a query (ERR_LEDGER_LOCKED, max_connections, v2.4.1, TS2345, useEffect, --dry-run): a word with an
-# inner underscore, dot, slash or dash, a digit beside letters, or a capital inside. The text index splits it into
-# common words ("ledger", "locked") that loose matches share, so the memory holding it verbatim can rank below them.
-_IDENTIFIER = re.compile(r"(?<![\w.\-/])(?=[\w.\-/]*[A-Za-z])(?:[\w\-]+[_.\-/][\w.\-/]*\w|[A-Za-z]+\d[\w]*|\d+[A-Za-z]\w*"
-                         r"|[a-z]+[A-Z]\w*)")
+# An identifier in a query (ERR_LEDGER_LOCKED, max_connections, v2.4.1, TS2345, useEffect, --dry-run, src/app.py):
+# a word with an underscore, a digit beside letters, a capital inside, a leading "--", or two separators (. / -). The
+# text index splits it into common words ("ledger", "locked") that loose matches share, so the memory holding it
+# verbatim can rank below them. Hyphenated words (read-only, e-mail) are words, not identifiers.
+IDENTIFIER_CHARS = re.compile(r"[\w.\-/]+")  # no backtracking: one pass over a word of these characters
+MAX_IDENTIFIER_CHARS = 80  # longer "words" are pastes (hashes, base64), not something a person looks up by name
+MAX_IDENTIFIERS = 12
+
+
+def _is_identifier(word: str) -> bool:
+    if not any(ch.isalpha() for ch in word):
+        return False
+    separators = sum(word.count(ch) for ch in "./-")
+    return ("_" in word.strip("_") or word.startswith("--") or separators >= 2
+            or any(ch.isdigit() for ch in word) or any(ch.isupper() for ch in word[1:]))
 
 
 def identifiers(query_text: str) -> list[str]:
-    """The identifier-like words of a query (at least 4 characters), as typed."""
-    return [w for w in dict.fromkeys(_IDENTIFIER.findall(query_text)) if len(w) >= 4]
+    """The identifier-like words of a query (4 to MAX_IDENTIFIER_CHARS characters), as typed, at most
+    MAX_IDENTIFIERS."""
+    found: list[str] = []
+    for raw in IDENTIFIER_CHARS.findall(query_text):
+        word = raw.strip(".-/") if not raw.startswith("--") else raw.rstrip(".-/")
+        if 4 <= len(word) <= MAX_IDENTIFIER_CHARS and word not in found and _is_identifier(word):
+            found.append(word)
+            if len(found) == MAX_IDENTIFIERS:
+                break
+    return found
+
+
+def _holds(text: str, word: str) -> bool:
+    """`text` holds `word` as a whole (not inside a longer identifier), case aside."""
+    return re.search(rf"(?<![\w.\-/]){re.escape(word)}(?![\w\-/]|\.\w)", text, re.IGNORECASE) is not None
 
 
 def exact_first(query_text: str, ranked: list[Hit], kept: list[Hit]) -> list[Hit]:
     """`kept` (the relevant hits, best first) with the hits that hold one of the query's identifiers verbatim before
     the rest, those holding more of them first; such a hit is evidence of being about the query whatever the
     relevance floor says of it, so it is taken from `ranked` when `kept` left it out."""
-    wanted = [w.lower() for w in identifiers(query_text)]
+    wanted = identifiers(query_text)
     if not wanted:
         return kept
-    held = {hit.id: sum(w in shown_text(hit).lower() for w in wanted) for hit in ranked}
+    held = {hit.id: sum(_holds(shown_text(hit), w) for w in wanted) for hit in ranked}
     exact = sorted((h for h in ranked if held[h.id]), key=lambda h: -held[h.id])  # stable: rank order within
     return exact + [h for h in kept if not held.get(h.id)]
 
