@@ -344,6 +344,9 @@ def test_log_search_words_are_searched_and_never_reach_a_shell(hooks, home, proj
     assert not trap.exists()
     command = (ROOT / "commands" / "log-search.md").read_text()
     assert "!`" not in command  # the file runs no shell line, so $ARGUMENTS reaches none
+    pasted = send("UserPromptSubmit", prompt="/recall:log-search staging canary " + "log line " * 3000,
+                  prompt_id="ls3").context  # a pasted query is echoed in part: the index still fits the cap
+    assert len(pasted) < 10_000 and "</recall-memory>" in pasted and "…" in pasted
     nothing = send("UserPromptSubmit", prompt="/recall:log-search qzxv unrelated plover", prompt_id="ls2").context
     assert "Nothing relevant found for 'qzxv unrelated plover'" in nothing
     assert not [m for m in stored(home).search("plover", project=str(project)) if "plover" in m.text]  # not kept

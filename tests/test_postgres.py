@@ -81,13 +81,16 @@ def test_team_init_and_add_user_make_roles_that_row_level_security_holds(postgre
 
         # The members, a new password (the old one stops working), a login taken away and given back.
         assert json.loads(cli("team", "users", "--database-url", admin, "--json")) == \
-            [{"name": "carol_t", "can_log_in": True, "memories": 0}]
+            [{"name": "carol_t", "can_log_in": True, "shared_memories": 0}]
         renewed = json.loads(cli("team", "new-password", "carol_t", "--database-url", admin, "--json"))["url"]
         assert renewed != url
         with pytest.raises(psycopg.OperationalError):
             psycopg.connect(url).close()
-        psycopg.connect(renewed).close()
+        open_connection = psycopg.connect(renewed, autocommit=True)  # a worker's, say
         assert "can no longer log in" in cli("team", "remove-user", "carol_t", "--database-url", admin)
+        with pytest.raises(psycopg.OperationalError):  # it ended with the login
+            open_connection.execute("SELECT 1")
+        open_connection.close()
         with pytest.raises(psycopg.OperationalError):
             psycopg.connect(renewed).close()
         assert "login removed" in cli("team", "users", "--database-url", admin)

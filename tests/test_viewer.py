@@ -176,6 +176,9 @@ def test_a_session_page_and_an_export_over_http(home):
             assert sorted(r["text"] for r in rows)[0].startswith("first: the staging")
             with pytest.raises(urllib.error.HTTPError):
                 urllib.request.urlopen(f"{base}/export?project=%2Fp&token=wrong")
+            odd = urllib.request.urlopen(urllib.request.Request(  # a digit Python reads but int() does not
+                f"{base}/forget", data=f"token={token}&id=%C2%B2".encode(), method="POST")).read().decode()
+            assert "Nothing to forget" in odd
         finally:
             server.shutdown()
             server.server_close()

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 
 IN_PROCESS_EMBED_LIMIT = 500  # without a worker, a search embeds a backlog up to this size first
+SILENT_PROMPTS_JUDGED = 20  # `recall injections --session` says why for the latest this many prompts that got nothing
 
 
 class Recall:
@@ -204,13 +205,16 @@ class Recall:
         """The session's prompts that got nothing injected, each with why, as the gate judges it now (what was
         not kept: only a prompt's injections are; the memories stored since may weigh in): the prompt, when,
         and the reason in plain words."""
-        injected = {r["prompt_id"] for r in self.store.receipts(session_id, 1000) if r["prompt_id"] is not None}
+        receipts = self.store.receipts(session_id, 10_000)
+        answered = {r["prompt_id"] for r in receipts if r["prompt_id"] is not None}
         prompts = sorted((m for m in self.store.select_memories(session_id=session_id) if m.kind == "prompt"
-                          and m.id not in injected), key=lambda m: m.created_at)
+                          and m.id not in answered), key=lambda m: m.created_at)[-SILENT_PROMPTS_JUDGED:]
         silent = []
         for prompt in prompts:
-            decision = gate.judge(self.store, self.models, prompt.text, prompt.project, session_id,
-                                  prompt.created_at.timestamp(), complete=True)
+            at = prompt.created_at.timestamp()
+            shown_before = {item["id"] for r in receipts if r["injected_at"] < at for item in r["memories"]}
+            decision = gate.judge(self.store, self.models, prompt.text, prompt.project, session_id, at,
+                                  exclude_ids=shown_before, complete=True)
             if not decision.searched:
                 why = f"not searched: {'; '.join(decision.intent.reasons) or decision.intent.kind}"
             elif not decision.candidates:
@@ -218,7 +222,7 @@ class Recall:
             else:
                 best = max(decision.candidates, key=lambda c: c.evidence)
                 why = best.why if not best.taken else "it would be injected now (memories stored since)"
-            silent.append({"prompt": prompt.text, "at": prompt.created_at.timestamp(), "why": why})
+            silent.append({"prompt": prompt.text, "at": at, "project": prompt.project, "why": why})
         return silent
 
     def use(self, ids: list[int]) -> None:

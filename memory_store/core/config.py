@@ -352,17 +352,18 @@ def settings_in_effect(config: Config, path: Path | None) -> list[dict]:
     except (OSError, UnicodeDecodeError, ValueError):
         written = {}
     rows = []
+    rejected = {problem.key for problem in config_problems(config)}
     for section, field in Config.model_fields.items():
         current, default = getattr(config, section), field.get_default(call_default_factory=True)
         given = written.get(section) if isinstance(written, dict) else None
         for name in type(current).model_fields:
             value, source = getattr(current, name), "default"
-            if isinstance(given, dict) and name in given and value != getattr(default, name):
-                source = "config.json"
+            if isinstance(given, dict) and name in given and f"{section}.{name}" not in rejected:
+                source = "config.json"  # written there, even when it equals the default
             if (section, name) == ("storage", "url"):
                 url = database_url(value)
-                if os.environ.get(DATABASE_URL_ENV):
-                    source = DATABASE_URL_ENV
+                if os.environ.get(DATABASE_URL_ENV, "").strip():
+                    source = DATABASE_URL_ENV + (" (wins over config.json's)" if value.strip() else "")
                 value = masked(url) if url else ""
             rows.append({"key": f"{section}.{name}", "value": value, "default": getattr(default, name),
                          "source": source})

@@ -66,7 +66,10 @@ def main(argv: list[str]) -> int:
             if os.name == "nt":  # no exec on Windows: run and pass the status on
                 return subprocess.run(args, env=env).returncode
             os.execve(python, args, env)
-    if not os.access(paths.home if paths.home.exists() else paths.home.parent, os.W_OK):
+    existing = paths.home
+    while not existing.exists() and existing != existing.parent:  # a fresh machine: the nearest folder that exists
+        existing = existing.parent
+    if not os.access(existing, os.W_OK):
         # The first-run setup builds recall's Python in the data dir: it cannot, so none will come.
         sys.stderr.write(
             f"recall: its data dir {paths.home} cannot be written, so the first-run setup cannot install recall's "

@@ -90,7 +90,10 @@ def build_server(home: str | None = None, project: str | None = None):
         wanted = [int(i) for i in ids][:MAX_IDS]
         with open_recall(home, load_models=False) as recall:
             memories = recall.get(wanted)
-            recall.use([m.id for m in memories])  # Claude reads them for its task: a use
+            try:  # Claude reads them for its task: a use (counted when the store can take it; the answer stands)
+                recall.use([m.id for m in memories])
+            except Exception as exc:  # noqa: BLE001 - a locked file or a database away must not fail a read
+                recall.log.warning("use_not_counted", error=f"{type(exc).__name__}: {exc}")
         if not memories:
             return fenced("None of these ids exist: " + ", ".join(f"#{i}" for i in wanted))
         now = time.time()

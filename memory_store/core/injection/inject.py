@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ...shared.projects import GLOBAL_PROJECT
-from ...shared.text import age, cap_readable
+from ...shared.text import age, cap, cap_readable
 from .. import sentences
 from ..capture.capture import INJECTION_TAG
 from ..records import Hit, Memory, shown_text
@@ -138,9 +138,10 @@ def fence(body: str) -> str:
 def search_index(hits: list[Hit], query: str, now: float | None = None) -> str:
     """A search's answer as a compact index (one line a memory: id, age, kind, gist), fenced: /recall:log-search."""
     if not hits:
-        return fence(f"Nothing relevant found for {query!r}: recall holds no memory about it in this project.")
+        return fence(f"Nothing relevant found for {cap(query, QUERY_SHOWN_CHARS)!r}: recall holds no memory about it in "
+                     "this project.")
     now = time.time() if now is None else now
-    lines = [f"{len(hits)} {'memory' if len(hits) == 1 else 'memories'} for {query!r} (best first):"]
+    lines = [f"{len(hits)} {'memory' if len(hits) == 1 else 'memories'} for {cap(query, QUERY_SHOWN_CHARS)!r} (best first):"]
     lines += [f"- #{h.id} · {age(now - h.created_at.timestamp())} · {kind_label(h)}: "
               f"{cap_readable(' '.join(h.marked_text().split()), INDEX_LINE_CHARS)}" for h in hits]
     lines.append("Expand one: `recall show ID` (or the MCP tool get_memories) · around it: `recall timeline ID`")
@@ -148,6 +149,7 @@ def search_index(hits: list[Hit], query: str, now: float | None = None) -> str:
 
 
 INDEX_LINE_CHARS = 200
+QUERY_SHOWN_CHARS = 300  # a pasted query is echoed this far: the index, not the question, is what fits the cap
 
 
 def hook_output(event_name: str, context: str, message: str = "") -> dict:

@@ -240,15 +240,17 @@ def status(home: HomeOption = None, json_output: JsonOption = False):
     from ...api import status as collect
 
     data = collect(home)
+    folder, worker = data["data_dir"], data["worker"]
+    unreachable = worker["running"] and worker.get("storage") not in (None, "ok")
     if json_output:
         emit_json(data)
+        if unreachable or not folder["writable"]:  # the same exit as the text form
+            raise typer.Exit(1)
         return
     now = data["at"]
-    folder = data["data_dir"]
     typer.echo(f"data dir   {folder['path']} " + ("(writable)" if folder["writable"] else
                                                   f"(NOT writable: {folder['problem']}; nothing is captured)"))
     typer.echo(f"store      {data['store']['backend']}: {data['store']['location']}")
-    worker = data["worker"]
     if worker["running"]:
         typer.echo(f"worker     running: pid {worker['pid']}, up {age_of(worker['uptime_s'])}, "
                    f"{worker['rss_mb']} MB, model {worker['model']}"
@@ -274,7 +276,6 @@ def status(home: HomeOption = None, json_output: JsonOption = False):
     typer.echo(f"spool      {plural(spool['waiting'], 'event')} waiting"
                + (f", {spool['unreadable']} unreadable kept aside" if spool["unreadable"] else ""))
     waiting = data["embeddings_waiting"]
-    unreachable = worker["running"] and worker.get("storage") not in (None, "ok")
     typer.echo("embeddings " + (f"{waiting} waiting" if waiting is not None
                                 else "unknown (the store cannot be reached)" if unreachable
                                 else "unknown (no worker)"))

@@ -224,9 +224,9 @@ def injections(
         typer.echo(f"recall: no session {session} (`recall injections` lists the latest)", err=True)
         raise typer.Exit(1)
     if json_output:  # a prompt that got nothing is a receipt without memories, with why
-        emit_json(sorted(receipts + [{"receipt": None, "session_id": session, "hook": "UserPromptSubmit",
-                                      "injected_at": p["at"], "prompt": p["prompt"], "memories": [],
-                                      "why_nothing": p["why"]} for p in silent],
+        emit_json(sorted(receipts + [{"receipt": None, "session_id": session, "project": p["project"],
+                                      "hook": "UserPromptSubmit", "injected_at": p["at"], "prompt": p["prompt"],
+                                      "prompt_id": None, "memories": [], "why_nothing": p["why"]} for p in silent],
                          key=lambda r: -r["injected_at"]))
         return
     if not receipts and not silent:

@@ -82,7 +82,7 @@ def team_add_user(
 
 @team_app.command("users")
 def team_users(database_url: DatabaseUrlOption = None, home: HomeOption = None, json_output: JsonOption = False):
-    """The team's members: name, whether they may log in, how many memories they own. Example: recall team users"""
+    """The team's members: name, whether they may log in, how many memories they shared. Example: recall team users"""
     from ...api import team_members
 
     url, _config = admin_url(database_url, home)
@@ -94,7 +94,7 @@ def team_users(database_url: DatabaseUrlOption = None, home: HomeOption = None, 
         typer.echo("no members yet (recall team add-user NAME)")
     for member in found:
         typer.echo(f"{member['name']:<24} {'can log in' if member['can_log_in'] else 'login removed':<14} "
-                   f"{member['memories']} memories")
+                   f"{member['shared_memories']} shared memories")
 
 
 @team_app.command("new-password")
@@ -122,8 +122,9 @@ def team_remove_user(
     home: HomeOption = None,
     json_output: JsonOption = False,
 ):
-    """Take a member's login away: they can no longer connect; their memories stay (private ones private, shared ones
-    shared) and `recall team new-password NAME` gives the login back. Example: recall team remove-user bob"""
+    """Take a member's login away: their open connections end and they can no longer connect; their memories stay
+    (private ones private, shared ones shared) and `recall team new-password NAME` gives the login back.
+    Example: recall team remove-user bob"""
     from ...api import remove_team_member
 
     _administer(database_url, home, lambda url: remove_team_member(url, name))

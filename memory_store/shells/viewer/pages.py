@@ -150,6 +150,8 @@ class Viewer:
             return "<p>Nothing found.</p>"
         now = time.time()
 
+        selectable = selectable and not self.recall.read_only  # a data dir that cannot be written: nothing to forget
+
         def box(m) -> str:
             mine = selectable and self.recall.is_mine(m)
             return f'<td><input type="checkbox" name="id" value="{m.id}"></td>' if mine else "<td></td>"
@@ -195,7 +197,9 @@ class Viewer:
         memory = found[0]
         question = memory.meta.get("prompt") if memory.kind == "exchange" else None
         pin = "unpin" if memory.pinned else "pin"
-        if self.recall.is_mine(memory):
+        if self.recall.read_only:
+            actions = '<span class="muted">the data dir cannot be written: nothing can be changed here</span>'
+        elif self.recall.is_mine(memory):
             actions = (f'<form class="inline" method="post" action="/memory/{memory.id}/{pin}">{self.hidden_token()}'
                        f'<button type="submit" name="do" value="{pin}">{pin.capitalize()}</button></form> '
                        f'<a class="button danger" href="{self.link(f"/memory/{memory.id}/forget")}">Forget for good…</a>')

@@ -68,7 +68,8 @@ class _Handler(BaseHTTPRequestHandler):
                 elif url.path.startswith("/session/") and len(url.path) > 9:
                     self._send(*viewer.session(unquote(url.path[9:])))
                 elif url.path == "/export":
-                    name = re.sub(r"[^\w.-]+", "-", params.get("project") or "all-projects").strip("-")
+                    # ASCII only: a header cannot carry other characters (a project named in CJK, say)
+                    name = re.sub(r"(?a)[^\w.-]+", "-", params.get("project") or "all-projects").strip("-") or "project"
                     self._send_file(viewer.export(params), f"recall-{name}.jsonl")
                 elif url.path.startswith("/memory/") and url.path[8:].isdigit():
                     self._send(*viewer.memory(int(url.path[8:]), params))
@@ -80,6 +81,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(500, f"<h1>500</h1><pre>{escape(type(exc).__name__)}: {escape(str(exc))}</pre>")
 
     def do_POST(self) -> None:
+        try:
+            self._post()
+        except Exception as exc:  # a change that failed (a read-only data dir, a database away) says so
+            self._send(500, f"<h1>500</h1><pre>{escape(type(exc).__name__)}: {escape(str(exc))}</pre>")
+
+    def _post(self) -> None:
         url = urlparse(self.path)
         length = min(int(self.headers.get("Content-Length") or 0), 64 * 1024)
         posted = parse_qs(self.rfile.read(length).decode("utf-8", "replace"))
@@ -88,7 +95,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.FORBIDDEN, "<h1>403</h1>")
             return
         if url.path == "/forget":  # the ticked memories of a search: confirmed on a page of their own first
-            ids = [int(i) for i in posted.get("id", []) if i.isdigit()]
+            ids = [int(i) for i in posted.get("id", []) if i.isascii() and i.isdigit()]
             with self.viewer.lock:
                 if params.get("confirm") == "yes":
                     self._send(HTTPStatus.SEE_OTHER, "", location=self.viewer.forget_many(ids))
@@ -96,7 +103,8 @@ class _Handler(BaseHTTPRequestHandler):
                     self._send(*self.viewer.confirm_forget_many(ids))
             return
         parts = url.path.strip("/").split("/")
-        if len(parts) != 3 or parts[0] != "memory" or not parts[1].isdigit() or parts[2] not in ("pin", "unpin", "forget"):
+        if (len(parts) != 3 or parts[0] != "memory" or not (parts[1].isascii() and parts[1].isdigit())
+                or parts[2] not in ("pin", "unpin", "forget")):
             self._send(404, "<h1>404</h1>")
             return
         with self.viewer.lock:

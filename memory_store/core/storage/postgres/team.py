@@ -51,13 +51,15 @@ def add_member(url: str, name: str) -> str:
 
 
 def members(url: str) -> list[dict]:
-    """The team's login roles: name, whether it may log in, and how many memories it owns (private and shared)."""
+    """The team's login roles: name, whether it may log in, and how many memories it shared with the team (its
+    private ones are its own: row-level security hides them from an administrator too, unless a superuser)."""
     with administering(url, "list the team") as conn:
         rows = conn.execute(
-            "SELECT r.rolname, r.rolcanlogin, (SELECT count(*) FROM recall.memories m WHERE m.owner = r.rolname) "
-            "FROM pg_roles r JOIN pg_auth_members a ON a.member = r.oid JOIN pg_roles g ON g.oid = a.roleid "
-            "WHERE g.rolname = %s ORDER BY r.rolname", (schema.MEMBER_ROLE,)).fetchall()
-    return [{"name": name, "can_log_in": bool(login), "memories": int(count)} for name, login, count in rows]
+            "SELECT r.rolname, r.rolcanlogin, (SELECT count(*) FROM recall.memories m WHERE m.owner = r.rolname "
+            "AND m.visibility = 'team') FROM pg_roles r JOIN pg_auth_members a ON a.member = r.oid "
+            "JOIN pg_roles g ON g.oid = a.roleid WHERE g.rolname = %s ORDER BY r.rolname",
+            (schema.MEMBER_ROLE,)).fetchall()
+    return [{"name": name, "can_log_in": bool(login), "shared_memories": int(count)} for name, login, count in rows]
 
 
 def set_member_login(url: str, name: str, *, allowed: bool) -> str | None:
@@ -71,11 +73,15 @@ def set_member_login(url: str, name: str, *, allowed: bool) -> str | None:
             raise ValueError(f"{name} is not a member of the team at {masked(url)} (recall team users lists them)")
         if not allowed:
             conn.execute(sql.SQL("ALTER ROLE {} NOLOGIN PASSWORD NULL").format(sql.Identifier(name)))
-            return None
-        password = secrets.token_urlsafe(24)
-        verifier = conn.pgconn.encrypt_password(password.encode(), name.encode(), b"scram-sha-256").decode()
-        conn.execute(sql.SQL("ALTER ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(name), sql.Literal(verifier)))
-    return member_url(conninfo_to_dict(url), name, password)
+        else:
+            password = secrets.token_urlsafe(24)
+            verifier = conn.pgconn.encrypt_password(password.encode(), name.encode(), b"scram-sha-256").decode()
+            conn.execute(sql.SQL("ALTER ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(name),
+                                                                            sql.Literal(verifier)))
+        # A password is checked when a connection starts: the member's open connections (a worker's) end now.
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s "
+                     "AND pid <> pg_backend_pid()", (name,))
+    return member_url(conninfo_to_dict(url), name, password) if allowed else None
 
 
 def _members(conn) -> list[dict]:
