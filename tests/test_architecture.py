@@ -321,3 +321,17 @@ def test_the_parameters_that_carry_the_apis_shape_are_annotated():
                 missing += [f"{name}.{node.name}({arg.arg})" for arg in node.args.args + node.args.kwonlyargs
                             if arg.arg in TYPED_PARAMETERS and arg.annotation is None]
     assert not missing, missing
+
+
+def test_the_public_functions_of_the_core_and_the_api_are_annotated():
+    """Annotated, the core's and the API's shape is what mypy checks (and what a newcomer reads) at every call."""
+    missing = []
+    for name, path in MODULES.items():
+        if not name.startswith(("memory_store.core", "memory_store.api")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
+                arguments = [a for a in node.args.args + node.args.kwonlyargs if a.arg not in ("self", "cls")]
+                if node.returns is None or any(a.annotation is None for a in arguments):
+                    missing.append(f"{name}.{node.name}")
+    assert not missing, missing

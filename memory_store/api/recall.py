@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
@@ -27,6 +27,9 @@ from ..shared.redact import secret_kinds
 from .background import BackgroundWork
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..core.capture.transcripts import ImportReport
     from ..core.storage.recent_vectors import RecentVectors  # numpy: loaded where the worker uses it
 
 
@@ -137,7 +140,7 @@ class Recall:
         with self._spool_lock:
             return router.ingest_spool(self.store, self.models)
 
-    def import_transcripts(self, paths, progress=None):
+    def import_transcripts(self, paths: list[Path], progress: Callable[[Path], object] | None = None) -> ImportReport:
         """`recall import`: Claude Code transcripts into the store (see core.capture.transcripts)."""
         from ..core.capture.transcripts import import_paths
 
@@ -190,7 +193,7 @@ class Recall:
         now = time.time() if now is None else now
         return tiers.render_brief(self.store, tiers.brief(self.store, project, now), tiers.BRIEF_TITLE, now)[0]
 
-    def explain(self, prompt: str, project: str, now: float | None = None):
+    def explain(self, prompt: str, project: str, now: float | None = None) -> tuple[gate.Decision, str]:
         """What UserPromptSubmit would inject for `prompt` in `project`, and why: a dry run (nothing is
         captured, no access count changes). Returns a core.retrieval.gate.Decision and the lines it would inject."""
         from ..core.injection import inject, tiers
@@ -239,11 +242,12 @@ class Recall:
 
     # --- maintenance -----------------------------------------------------------------------------
 
-    def embed_pending(self, progress=None, batch: int | None = None, max_batches: int | None = None) -> int:
+    def embed_pending(self, progress: Callable[[int], object] | None = None, batch: int | None = None,
+                      max_batches: int | None = None) -> int:
         """Embed queued memories in this process; returns how many were embedded."""
         return jobs.embed_pending(self.store, self.models.embedder, batch, max_batches, progress)
 
-    def embed_backlog(self, progress=None, poll: float = 0.5) -> int:
+    def embed_backlog(self, progress: Callable[[int], object] | None = None, poll: float = 0.5) -> int:
         """Embed what is queued: through the worker if one runs with its model loaded (it is already
         in memory there), else here. `progress(n)` is called as memories get embedded."""
         total = self.store.pending_embeddings()
@@ -260,11 +264,13 @@ class Recall:
             remaining = now_pending
         return total
 
-    def reindex(self, progress=None) -> int:
+    def reindex(self, progress: Callable[[int], object] | None = None) -> int:
         """Re-embed every memory with the configured model (the worker, holding the old one, is stopped)."""
         self.embedding_model_name()  # raises with the reason when there is no model to embed with
+        embedder = self.models.embedder
+        assert embedder is not None  # embedding_model_name raised otherwise
         worker_client.stop_worker(self.paths)
-        return jobs.reindex(self.store, self.models.embedder, progress)
+        return jobs.reindex(self.store, embedder, progress)
 
     def select(self, **conditions) -> list[Memory]:
         """The memories meeting every condition (ids, project, session_id, before, match): see

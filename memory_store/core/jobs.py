@@ -11,15 +11,21 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .storage import Store
+
+if TYPE_CHECKING:
+    from .embedding.embed import Embedder
+    from .storage import Row
 
 DEDUP_WINDOW_SECONDS = 30 * 86400  # near-duplicates are looked for this far back
 _WORDS = re.compile(r"[^\W_]+")
 
 
-def embed_pending(store: Store, embedder, batch: int | None = None, max_batches: int | None = None,
-                  progress=None) -> int:
+def embed_pending(store: Store, embedder: Embedder | None, batch: int | None = None, max_batches: int | None = None,
+                  progress: Callable[[int], object] | None = None) -> int:
     """Embed queued memories in batches; returns how many were embedded."""
     if not embedder or not store.vectors_ready():
         return 0
@@ -68,7 +74,7 @@ def supersede_near_duplicates(store: Store, added: list[tuple[int, str, float, b
         store.supersede(older, memory_id, mine.kind)
 
 
-def formatting_key(row) -> str:
+def formatting_key(row: Row) -> str:
     """What a memory says with its formatting removed (an answer together with its question)."""
     import json
 
@@ -78,7 +84,7 @@ def formatting_key(row) -> str:
     return " ".join(_WORDS.findall(text.lower()))
 
 
-def reindex(store: Store, embedder, progress=None) -> int:
+def reindex(store: Store, embedder: Embedder, progress: Callable[[int], object] | None = None) -> int:
     """Drop the vector index and re-embed every memory with `embedder`."""
     store.reset_vector_index(embedder.name, embedder.dim)
     return embed_pending(store, embedder, progress=progress)

@@ -8,7 +8,7 @@ spool, a test calling the router), `after_answer` does the work at once.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -16,7 +16,7 @@ _queue: ContextVar[list | None] = ContextVar("recall_after_answer", default=None
 
 
 @contextmanager
-def deferring():
+def deferring() -> Iterator[list[Callable[[], object]]]:
     """Queue the `after_answer` work of everything run inside the block (this thread or task only)."""
     queued: list[Callable[[], object]] = []
     token = _queue.set(queued)

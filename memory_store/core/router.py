@@ -44,7 +44,9 @@ from .storage import Store
 from .trust import agent_name
 
 if TYPE_CHECKING:
+    from .capture.transcript_reader import LastTurn
     from .embedding.embed import Models
+    from .records import Memory
 
 
 class BadEvent(ValueError):
@@ -200,7 +202,7 @@ def recovered(ctx: Context, event: PostToolUse | PostToolUseFailure) -> bool:
     return bool(event.tool_use_id) and ctx.store.has_event(recovered_key(event.session_id, event.tool_use_id))
 
 
-def in_namespace(draft, event):
+def in_namespace(draft: MemoryDraft | None, event: Any) -> MemoryDraft | None:
     """A memory made inside a subagent belongs to the subagent's namespace (core/trust.py)."""
     if draft is not None and event.agent_id:
         draft.agent = agent_name(event.agent_type, event.agent_id)
@@ -285,7 +287,7 @@ def recover_last_turn(ctx: Context, event: SessionEnd) -> None:
         store.record(recovered_key(event.session_id, prompt.id), from_transcript(draft), ctx.at)
 
 
-def opened_by(turn, prompt, store: Store, project: str) -> bool:
+def opened_by(turn: LastTurn, prompt: Memory, store: Store, project: str) -> bool:
     """Is the transcript's last turn the one the stored prompt opened? Its prompt, kept as the hook keeps one, must
     read the same: a turn that recall did not keep (a private prompt, a recall command) recovers nothing."""
     kept = capture.users_prompt(turn.prompt or "", store.config.capture, project, prompt.session_id, 0.0)[1]
@@ -298,7 +300,7 @@ def from_transcript(draft: MemoryDraft | None) -> MemoryDraft | None:
     return draft
 
 
-def recovered_key(session_id: str, what) -> str:
+def recovered_key(session_id: str, what: object) -> str:
     """Ledger key of something SessionEnd took from the transcript (a tool call's id, a prompt memory's id)."""
     return f"recovered:{session_id}:{what}"
 

@@ -14,6 +14,7 @@ variable, and with none open a stage costs one lookup.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -39,7 +40,7 @@ _current: ContextVar[Timings | None] = ContextVar("recall_timings", default=None
 
 
 @contextmanager
-def timed():
+def timed() -> Iterator[Timings]:
     """Collect the stages of everything run inside the block (this thread or task only)."""
     timings = Timings()
     token = _current.set(timings)
@@ -57,7 +58,7 @@ def record(name: str, ms: float) -> None:
 
 
 @contextmanager
-def stage(name: str):
+def stage(name: str) -> Iterator[None]:
     timings = _current.get()
     if timings is None:
         yield

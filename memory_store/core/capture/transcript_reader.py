@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -31,6 +31,9 @@ from ..records import MemoryDraft
 from ..trust import agent_name
 from . import capture, user_words
 from .hook_events import PostToolUse, PostToolUseFailure
+
+if TYPE_CHECKING:
+    from ..config import CaptureConfig
 
 TASK_TOOLS = ("Task", "Agent")  # the tool that starts a subagent (renamed Agent in later versions)
 _COMMAND_NAME = "<command-name>"
@@ -79,7 +82,7 @@ def parse_time(value: str | None) -> float | None:
         return None
 
 
-def text_blocks(content) -> str:
+def text_blocks(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -208,15 +211,15 @@ class Conversation:
         self._keep(self._key(session, str(tool_use_id)), draft, at)
 
 
-def tool_outcome(block: dict, result) -> tuple[Any, str | None]:
+def tool_outcome(block: dict, result: Any) -> tuple[Any, str | None]:
     """(what a tool returned, its error text or None) from a `tool_result` block and its entry's `toolUseResult`
     (the PostToolUse `tool_response`)."""
     error = (text_blocks(block.get("content")) or "") if block.get("is_error") else None
     return (result if result is not None else block.get("content")), error
 
 
-def tool_memory(cfg, home: str, project: str, at: float, session: str, cwd: str, name: str, tool_input,
-                tool_use_id: str | None, response, error: str | None) -> MemoryDraft | None:
+def tool_memory(cfg: CaptureConfig, home: str, project: str, at: float, session: str, cwd: str, name: str, tool_input: Any,
+                tool_use_id: str | None, response: Any, error: str | None) -> MemoryDraft | None:
     """A tool call as its hook would have kept it: PostToolUseFailure's memory when it failed (`error`), else
     PostToolUse's."""
     common = {"session_id": session, "cwd": cwd, "tool_name": name, "tool_input": tool_input,

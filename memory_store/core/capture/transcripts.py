@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -171,7 +171,7 @@ def sessions_with_subagents(files: list[Path]) -> list[tuple[Path, list[Path]]]:
     return groups
 
 
-def import_paths(store: Store, paths: list[Path], progress=None) -> ImportReport:
+def import_paths(store: Store, paths: list[Path], progress: Callable[[Path], object] | None = None) -> ImportReport:
     """Import transcripts from files and directories. `progress(path)` is called after each file."""
     report = ImportReport()
     for path, agents in sessions_with_subagents(find_transcripts(paths)):

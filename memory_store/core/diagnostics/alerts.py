@@ -12,6 +12,7 @@ from ...shared.paths import DataPaths
 from ..config import Config, config_problems
 
 if TYPE_CHECKING:
+    from ..embedding.embed import Embedder
     from ..storage import Store
 
 
@@ -34,7 +35,7 @@ def recovery_line(note: dict) -> str:
             "`recall doctor` explains how to recover what it held.")
 
 
-def session_message(paths: DataPaths, config: Config, store: Store | None = None, embedder=None,
+def session_message(paths: DataPaths, config: Config, store: Store | None = None, embedder: Embedder | None = None,
                     model_problem: str | None = None) -> str:
     """The systemMessage for a new session: every config problem, an embedding model that could not be loaded, a
     store that refuses this worker's model, and a recovered database once."""

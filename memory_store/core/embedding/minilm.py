@@ -12,9 +12,14 @@ from __future__ import annotations
 
 import json
 import platform
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from . import minilm_graphs
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class MiniLM:
@@ -65,7 +70,7 @@ class MiniLM:
     def int8(self) -> bool:
         return self.graph != "published"
 
-    def embed(self, texts: list[str], batch_size: int):
+    def embed(self, texts: list[str], batch_size: int) -> Iterator[np.ndarray]:
         for start in range(0, len(texts), max(1, batch_size)):
             yield from self.run(self.encode(texts[start:start + batch_size]))
 
@@ -85,7 +90,7 @@ class MiniLM:
         feed = self.encode(["."])
         self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs}, self._shrink)
 
-    def run(self, feed: dict):
+    def run(self, feed: dict) -> np.ndarray:
         """The mean-pooled vector of each text of `encode`'s inputs (onnxruntime runs without the interpreter)."""
         np = self._np
         mask = feed["attention_mask"]  # pools the tokens, whether or not the graph takes it
@@ -94,7 +99,7 @@ class MiniLM:
         return (pooled / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)).astype(np.float32)
 
 
-def load_tokenizer(tokenizer_dir: Path):
+def load_tokenizer(tokenizer_dir: Path) -> Any:
     """The model's tokenizer as fastembed sets it up: truncation at tokenizer_config's model_max_length, padding to the
     longest text of a call."""
     from tokenizers import Tokenizer

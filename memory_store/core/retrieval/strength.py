@@ -17,20 +17,24 @@ dense sentence, an importance above `prune_below_importance`, a note, an error o
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from .. import sentences
 from ..records import Memory
 from ..timeparse import DAY
 
+if TYPE_CHECKING:
+    from ..config import StrengthConfig
+
 MAX_DOUBLINGS = 10  # a half-life grows at most 1024-fold before consolidation takes over
 
 
-def half_life_days(kind: str, uses: int, cfg) -> float:
+def half_life_days(kind: str, uses: int, cfg: StrengthConfig) -> float:
     base = cfg.half_life_days.get(kind, cfg.half_life_days.get("default", 30.0))
     return base * 2 ** min(max(0, uses), MAX_DOUBLINGS)
 
 
-def strength(kind: str, created_at: float, last_used: float | None, uses: int, now: float, cfg) -> float:
+def strength(kind: str, created_at: float, last_used: float | None, uses: int, now: float, cfg: StrengthConfig) -> float:
     """0-1: how strongly the memory is held at `now` (uses: times retrieved and used, or said again)."""
     if uses >= cfg.consolidate_after:
         return 1.0
@@ -38,11 +42,11 @@ def strength(kind: str, created_at: float, last_used: float | None, uses: int, n
     return math.pow(2.0, -since / (half_life_days(kind, uses, cfg) * DAY))
 
 
-def is_consolidated(uses: int, cfg) -> bool:
+def is_consolidated(uses: int, cfg: StrengthConfig) -> bool:
     return uses >= cfg.consolidate_after
 
 
-def prunable(memory: Memory, cfg) -> bool:
+def prunable(memory: Memory, cfg: StrengthConfig) -> bool:
     """A trivial interaction nothing depends on: small talk with no dense sentence, low importance, unpinned."""
     if memory.kind not in ("prompt", "exchange") or memory.pinned or memory.importance > cfg.prune_below_importance:
         return False

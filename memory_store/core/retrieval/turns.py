@@ -15,6 +15,7 @@ cause or the value is injected and the question is at most a short label.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
@@ -108,7 +109,8 @@ class Episode:
                     found.append(Part(sentence, weight * (QUESTION_WEIGHT if asked else 1.0), index, role))
         return found
 
-    def excerpt(self, terms: AbstractSet[str], limit: int, wants: AbstractSet[str] = frozenset(), drop=None) -> str:
+    def excerpt(self, terms: AbstractSet[str], limit: int, wants: AbstractSet[str] = frozenset(),
+                drop: Callable[[str], bool] | None = None) -> str:
         """What of the episode answers a query with these terms, within `limit` characters: the chosen
         sentences in order, the user's as "Q:", the answers as "A:", with the question as a short label
         when none of its own sentences made it. `drop(sentence)`: leave such sentences out (an outdated value)."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..embedding.embed import similarities
 from ..records import Hit, Memory
@@ -147,7 +147,7 @@ def replaces(newer_text: str, older_text: str) -> bool:
     return bool(_changes(newer_text, older_text))
 
 
-def stated(memory) -> str:
+def stated(memory: Memory | Hit) -> str:
     """What a memory says holds from then on: for an edit of a file, the text it put there (the new side of
     each `old` → `new`); for anything else, its text."""
     if memory.kind == "tool" and memory.text.startswith(("Edit ", "MultiEdit ")):
@@ -160,7 +160,7 @@ def as_stated(text: str) -> str:
     return _EDIT.sub(lambda match: f"`{match.group(2)}`", text)
 
 
-def states_values(memory) -> bool:
+def states_values(memory: Memory | Hit) -> bool:
     """Can this memory state a value that holds (a prompt or an answer, or an edit or write of a file)?"""
     if memory.kind in STATEMENT_KINDS:
         return not (memory.kind == "prompt" and memory.text.rstrip().endswith("?"))  # a question states none
@@ -172,7 +172,7 @@ def setting_names(text: str) -> list[str]:
     return sorted({key for (key, _), _ in _values(text) if _is_setting(key) and re.search(r"[_.]", key)})
 
 
-def prefer_current(store: Store, decision, found, now: float) -> None:
+def prefer_current(store: Store, decision: Any, found: Any, now: float) -> None:
     """For each taken candidate, find the newest statements that give another value for something its
     excerpt says (the newest per changed measure, at most MAX_NEWER, the closest to the question first);
     they are attached to the candidate (`newer`) and shown with it, marked current."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sized
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -40,7 +41,7 @@ def content_hash(text: str) -> str:
     return hashlib.sha1(" ".join(text.lower().split()).encode("utf-8")).hexdigest()
 
 
-def marks(values) -> str:
+def marks(values: Sized) -> str:
     """`?, ?, ?` for an IN list of these values."""
     return ",".join("?" * len(values))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +29,7 @@ class Dialect:
     owner: str  # the owner of what this connection writes
     mine: str  # condition: the row is this connection's own (always, in a file of one user)
 
-    def in_list(self, column: str, values) -> tuple[str, list]:
+    def in_list(self, column: str, values: Iterable[Any]) -> tuple[str, list]:
         """`column IN (...)` with its arguments: one array argument on a server (binding hundreds of
         parameters one by one costs it more than the query)."""
         values = list(values)
@@ -75,11 +75,11 @@ class Database:
     def _execute(self, sql: str, args=()):
         return self.conn.execute(self._sql(sql), tuple(args))
 
-    def run(self, sql: str, args=()) -> None:
+    def run(self, sql: str, args: Sequence[Any] = ()) -> None:
         with self.lock:
             self._execute(sql, args)
 
-    def many(self, sql: str, rows) -> None:
+    def many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         rows = [tuple(r) for r in rows]
         if not rows:
             return
@@ -90,23 +90,23 @@ class Database:
                 with self.conn.cursor() as cursor:
                     cursor.executemany(self._sql(sql), rows)
 
-    def all(self, sql: str, args=()) -> list[tuple]:
+    def all(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
         with self.lock:
             return [tuple(r) for r in self._execute(sql, args).fetchall()]
 
-    def one(self, sql: str, args=()) -> tuple | None:
+    def one(self, sql: str, args: Sequence[Any] = ()) -> tuple | None:
         with self.lock:
             row = self._execute(sql, args).fetchone()
         return tuple(row) if row is not None else None
 
-    def row(self, sql: str, args=()) -> tuple:
+    def row(self, sql: str, args: Sequence[Any] = ()) -> tuple:
         """The row a statement always returns (an aggregate, a PRAGMA, EXISTS ...)."""
         found = self.one(sql, args)
         if found is None:
             raise LookupError(f"no row from {sql[:60]!r}")
         return found
 
-    def value(self, sql: str, args=(), default=None):
+    def value(self, sql: str, args: Sequence[Any] = (), default: Any = None) -> Any:
         row = self.one(sql, args)
         return default if row is None or row[0] is None else row[0]
 

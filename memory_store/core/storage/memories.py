@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from ...shared.projects import GLOBAL_PROJECT
 from ...shared.text import one_line
@@ -118,7 +118,7 @@ class Memories(StoreContract):
         rows = self._rows(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory_id,))
         return rows[0] if rows else None
 
-    def sessions_of(self, ids) -> dict[int, str]:
+    def sessions_of(self, ids: Iterable[int]) -> dict[int, str]:
         """memory id -> its session (superseded memories included: they are still part of their conversation)."""
         ids = list(ids)
         if not ids:
@@ -126,7 +126,7 @@ class Memories(StoreContract):
         where, args = self.db.dialect.in_list("id", ids)
         return dict(self.db.all(f"SELECT id, session_id FROM memories WHERE {where}", args))
 
-    def live_rows(self, ids) -> list[Row]:
+    def live_rows(self, ids: Iterable[int]) -> list[Row]:
         """The rows of these memories that are not superseded (in no particular order)."""
         ids = list(ids)
         if not ids:

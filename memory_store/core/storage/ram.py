@@ -10,6 +10,7 @@ Written once for both backends.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ...shared.projects import GLOBAL_PROJECT
@@ -72,7 +73,7 @@ class RamVectors(StoreContract):
         """A memory's stored embedding; None when it has none yet."""
         return self.vectors_of([memory_id]).get(memory_id)
 
-    def vectors_of(self, memory_ids) -> dict[int, bytes]:
+    def vectors_of(self, memory_ids: Iterable[int]) -> dict[int, bytes]:
         """The stored embeddings of those of these memories that have one."""
         ids = list(dict.fromkeys(memory_ids))
         found: dict[int, bytes] = {}

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Protocol
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -34,9 +35,9 @@ class VectorFeed(Protocol):
     """What a backend offers a RAM copy to follow it: its vectors since a moment, those of some memories,
     and a log of which memories' vectors changed (sqlite/vectors.py, postgres/feed.py)."""
 
-    def last_change(self): ...  # a token that changes whenever a vector may have changed
+    def last_change(self) -> Any: ...  # a token that changes whenever a vector may have changed
 
-    def changes_since(self, token) -> tuple | None: ...  # (the new token, changed ids), or None: reload
+    def changes_since(self, token: Any) -> tuple | None: ...  # (the new token, changed ids), or None: reload
 
     def rows_of(self, memory_ids: list[int]) -> list[tuple]: ...  # (id, project, created_at, vector, kind)
 
@@ -84,7 +85,7 @@ class VectorTable:
         self.size = 0
         self.row_of: dict[int, int] = {}
 
-    def put(self, memory_id: int, vector, created_at: float, project_code: int, kind_code: int) -> None:
+    def put(self, memory_id: int, vector: np.ndarray | bytes, created_at: float, project_code: int, kind_code: int) -> None:
         row = self.row_of.get(memory_id)
         if row is None:
             if self.size == len(self.ids):
@@ -94,7 +95,7 @@ class VectorTable:
         self._fill(slice(row, row + 1), [memory_id], np.asarray(vector, dtype=np.float32)[None, :], [created_at],
                    [project_code], [kind_code])
 
-    def put_many(self, ids: list[int], vectors, created: list[float], project_codes: list[int],
+    def put_many(self, ids: list[int], vectors: np.ndarray, created: list[float], project_codes: list[int],
                  kind_codes: list[int]) -> None:
         """Rows for memories not held yet (a reload), in one go: the same rows as put would make one by one (and, for
         a memory held already or twice in `ids`, put it is)."""
@@ -146,8 +147,8 @@ class VectorTable:
             new[: len(old)] = old
             setattr(self, name, new)
 
-    def similarities(self, queries, project_code: int | None, since: float | None, until: float | None,
-                     kind_codes: list[int] | None):
+    def similarities(self, queries: np.ndarray, project_code: int | None, since: float | None, until: float | None,
+                     kind_codes: list[int] | None) -> tuple[np.ndarray, np.ndarray]:
         """(memory ids, their cosine similarity to each query: rows x queries) of the live rows that pass the filters.
         Reading the matrix is the cost (~1 ms for 7,000 float32 vectors): every filter that leaves rows out before
         the product pays."""
@@ -191,7 +192,7 @@ class VectorTable:
         return sum(getattr(self, name).nbytes for name in self.ARRAYS)
 
 
-def sign_bits(vectors) -> np.ndarray:
+def sign_bits(vectors: np.ndarray) -> np.ndarray:
     """A vector's signs, 64 to a word (the last one padded with zeros); of a matrix, each row's."""
     packed = np.packbits(vectors > 0, axis=-1)
     padding = [(0, 0)] * (packed.ndim - 1) + [(0, -packed.shape[-1] % 8)]
@@ -337,7 +338,7 @@ class RecentVectors:
             found.append({int(ids[i]): float(column[i]) for i in best})
         return found
 
-    def drop(self, memory_ids) -> None:
+    def drop(self, memory_ids: Iterable[int]) -> None:
         """Forget these vectors now (this process deleted their memories)."""
         with self.lock:
             for memory_id in memory_ids:

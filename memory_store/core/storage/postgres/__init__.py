@@ -9,6 +9,8 @@ waits in the local spool (connection.py).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ....shared.database_url import masked
 from ....shared.paths import DataPaths
 from ...config import Config
@@ -20,6 +22,9 @@ from .embeddings import PgEmbeddings
 from .feed import PgVectorFeed
 from .health import PgHealth
 from .search import PgSearch
+
+if TYPE_CHECKING:
+    from ...records import Memory
 
 # A read is a round trip to the server: the gate reads several candidates' turns at once. pgvector's index
 # answers an all-time search fast: RAM keeps only the recent vectors.
@@ -80,7 +85,7 @@ class PostgresStore(PgSearch, PgEmbeddings, PgHealth, Store):
         _ = self.db.conn
         return self
 
-    def is_mine(self, memory) -> bool:
+    def is_mine(self, memory: Memory) -> bool:
         _ = self.db.conn  # the role is known once connected
         return memory.owner == self.owner
 

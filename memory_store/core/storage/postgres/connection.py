@@ -15,9 +15,10 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from ....shared.database_url import masked
 from ..base import StorageUnavailable
@@ -51,7 +52,7 @@ def postgres_requirements() -> list[str]:
     return ["psycopg[binary]", "pgvector"]
 
 
-def connect(url: str, *, statement_timeout_ms: int | None = STATEMENT_TIMEOUT_MS, autocommit: bool = True):
+def connect(url: str, *, statement_timeout_ms: int | None = STATEMENT_TIMEOUT_MS, autocommit: bool = True) -> Any:
     """A psycopg connection to `url` with recall's settings: its schema first on the search path, bounded
     waits, HNSW searches that keep scanning until they found what a filter leaves (pgvector's
     iterative scan). Raises StorageUnavailable (password masked) when the server cannot be reached."""
@@ -92,7 +93,7 @@ class PgDatabase(Database):
         self.last_error: str | None = None
 
     @property
-    def conn(self):
+    def conn(self) -> Any:
         with self.lock:
             connection = self._connection
             if connection is not None and not connection.closed and not connection.broken:
@@ -137,13 +138,13 @@ class PgDatabase(Database):
         except _lost_connection() as exc:
             raise self._lost(exc) from None
 
-    def native(self, sql: str, args=()) -> list[tuple]:
+    def native(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
         """Rows of a statement written in psycopg's own placeholders (`%b`: a parameter sent in binary form,
         which an array of vectors needs: its text form costs ~0.7 ms to write)."""
         with self.lock:
             return [tuple(r) for r in self._execute(sql, args, native=True).fetchall()]
 
-    def many(self, sql: str, rows) -> None:
+    def many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         rows = [tuple(r) for r in rows]
         if not rows:
             return

@@ -8,19 +8,25 @@ its own role's memories (it may change no others).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 from ..base import marks
 from .state import PgState
+
+if TYPE_CHECKING:
+    from ...embedding.embed import Embedder
 
 
 class PgEmbeddings(PgState):
     def vectors_ready(self) -> bool:
         return True  # pgvector is part of the schema
 
-    def dense_ready(self, embedder) -> bool:
+    def dense_ready(self, embedder: Embedder | None) -> bool:
         model, dim = self.team()
         return bool(embedder and model == embedder.name and dim == embedder.dim)
 
-    def model_mismatch(self, embedder) -> str | None:
+    def model_mismatch(self, embedder: Embedder | None) -> str | None:
         """Why this worker's model cannot be used with the team's vectors (None: it can)."""
         model, dim = self.team()
         if embedder is None or (model == embedder.name and dim == embedder.dim):
@@ -64,7 +70,7 @@ class PgEmbeddings(PgState):
                            f"AND superseded_by IS NULL AND {self.db.dialect.mine} ORDER BY id LIMIT ?", (size,))
 
     def save_embeddings(self, rows: list[tuple[int, str, float, bytes]], done_ids: list[int], model: str,
-                        supersede=None) -> list[tuple[int, str, float, bytes]]:
+                        supersede: Callable[[list], Any] | None = None) -> list[tuple[int, str, float, bytes]]:
         import numpy as np
 
         if model != self.team()[0]:

@@ -12,7 +12,7 @@ memory this role cannot read drops it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .search import from_vector_send
 
@@ -36,12 +36,12 @@ class PgVectorFeed:
         return [(memory_id, project, created_at, from_vector_send(raw), kind)
                 for memory_id, project, created_at, raw, kind in rows]
 
-    def last_change(self):
+    def last_change(self) -> tuple:
         """(the newest change, the oldest running transaction): equal tokens, nothing new committed."""
-        return self.store.db.one("SELECT (SELECT max(seq) FROM vector_changes), "
+        return self.store.db.row("SELECT (SELECT max(seq) FROM vector_changes), "
                                  "pg_snapshot_xmin(pg_current_snapshot())::text")
 
-    def changes_since(self, token) -> tuple | None:
+    def changes_since(self, token: Any) -> tuple | None:
         if token is None or self._horizon is None:
             return None
         newest, horizon = self.store.db.one("SELECT (SELECT max(seq) FROM vector_changes), "

@@ -18,6 +18,8 @@ team's model and dimension are fixed at init (`settings`).
 
 from __future__ import annotations
 
+from typing import Any
+
 from .connection import SCHEMA
 
 MEMBER_ROLE = "recall_member"
@@ -236,7 +238,7 @@ GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA {SCHEMA} TO {MEMBER_ROLE};
 """
 
 
-def init(conn, model: str, dim: int) -> dict:
+def init(conn: Any, model: str, dim: int) -> dict:
     """Create or upgrade the schema on `conn` (autocommit, a role that may create extensions and roles):
     the pgvector extension, the member role, the tables and policies, the grants. Idempotent. Returns
     {"version", "applied", "model", "dim"}; the team's model stays the one of the first init."""
@@ -265,7 +267,7 @@ def init(conn, model: str, dim: int) -> dict:
     return {"version": len(MIGRATIONS), "applied": len(MIGRATIONS) - version, "model": model, "dim": dim}
 
 
-def settings_of(conn) -> dict[str, str] | None:
+def settings_of(conn: Any) -> dict[str, str] | None:
     """The shared schema's settings, or None when the database has no recall schema yet."""
     exists = conn.execute("SELECT to_regclass(%s)", (f"{SCHEMA}.settings",)).fetchone()[0]
     if exists is None:

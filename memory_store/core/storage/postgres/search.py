@@ -59,7 +59,7 @@ def scope(where: list[str], args: list, project: str | None, since: float | None
     return where, args
 
 
-def from_vector_send(raw) -> bytes:
+def from_vector_send(raw: bytes) -> bytes:
     """pgvector's binary form (2-byte dimension, 2 unused bytes, big-endian float32s) as recall's vector bytes
     (native float32s). Reading this is far cheaper than the text form of 384 numbers."""
     import numpy as np

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 from urllib.parse import quote, urlencode
 
 from ....shared.database_url import masked
@@ -91,7 +93,7 @@ def _members(conn) -> list[dict]:
 
 
 @contextmanager
-def administering(url: str, what: str):
+def administering(url: str, what: str) -> Iterator[Any]:
     """A connection without a statement timeout for setup work; the server's errors become one clear line."""
     conn = connect(url, statement_timeout_ms=None)
     try:

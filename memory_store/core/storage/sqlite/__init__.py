@@ -8,6 +8,7 @@ through `sqlite3`, and sqlite-vec is an extension. apsw bundles a recent SQLite 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import apsw
 
@@ -21,6 +22,9 @@ from .embeddings import SqliteEmbeddings
 from .health import SqliteHealth
 from .search import SqliteSearch
 from .vectors import VectorIndex
+
+if TYPE_CHECKING:
+    from ...records import Memory
 
 CAPABILITIES = Capabilities(
     shared=False, engine=f"apsw {apsw.apsw_version()}, SQLite {apsw.sqlite_lib_version()}",
@@ -51,7 +55,7 @@ class SqliteStore(SqliteSearch, SqliteEmbeddings, SqliteHealth, Store):
     def capabilities(self) -> Capabilities:
         return CAPABILITIES
 
-    def is_mine(self, memory) -> bool:
+    def is_mine(self, memory: Memory) -> bool:
         return True  # a file of one user
 
     def close(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -108,7 +109,7 @@ def move_aside(path: Path, error: str) -> Path:
 
 
 @contextmanager
-def write_transaction(conn: apsw.Connection):
+def write_transaction(conn: apsw.Connection) -> Iterator[apsw.Connection]:
     """BEGIN IMMEDIATE … COMMIT. Taking the write lock up front (instead of upgrading a read
     transaction) lets the busy timeout do its job; a deferred upgrade fails with BUSY at once
     when another process committed in between."""

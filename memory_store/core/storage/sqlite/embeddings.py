@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 from ..base import marks
 from .state import SqliteState
 
+if TYPE_CHECKING:
+    from ...embedding.embed import Embedder
+
 
 class SqliteEmbeddings(SqliteState):
-    def model_mismatch(self, embedder) -> str | None:
+    def model_mismatch(self, embedder: Embedder | None) -> str | None:
         return None  # a file re-embeds for any model (reindex); only a team's database fixes one
 
     def vectors_ready(self) -> bool:
         """Vectors can be stored here (sqlite-vec loaded)."""
         return self.vectors is not None
 
-    def dense_ready(self, embedder) -> bool:
+    def dense_ready(self, embedder: Embedder | None) -> bool:
         """Vectors can be searched: extension loaded and the index holds this model's vectors."""
         return bool(self.vectors and embedder and self.vectors.matches(embedder.name, embedder.dim))
 
@@ -61,7 +67,7 @@ class SqliteEmbeddings(SqliteState):
                                "JOIN memories m ON m.id = q.memory_id ORDER BY q.memory_id LIMIT ?", (size,))
 
     def save_embeddings(self, rows: list[tuple[int, str, float, bytes]], done_ids: list[int], model: str,
-                        supersede=None) -> list[tuple[int, str, float, bytes]]:
+                        supersede: Callable[[list], Any] | None = None) -> list[tuple[int, str, float, bytes]]:
         """Store vectors (id, project, created_at, vector) of `model` for memories that still exist, take
         `done_ids` off the queue, and, in the same transaction, let `supersede(added)` mark older
         near-duplicates. Returns the rows actually added."""

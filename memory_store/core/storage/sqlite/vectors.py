@@ -20,6 +20,7 @@ rebuilds it (vectors of two models are never compared).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any, cast
 
 import apsw
@@ -148,7 +149,7 @@ class VectorIndex:
                 found.append(row)
         return found
 
-    def rows_since(self, since: float):
+    def rows_since(self, since: float) -> Iterator[tuple]:
         """(memory_id, project, created_at, embedding, kind) of every vector of a memory created after `since`, as the
         rows come (a whole store's are ~160 MB as one list at 100k memories)."""
         return self.conn.execute(f"{ROWS_WITH_KIND} WHERE v.created_at >= ?", (float(since),))
