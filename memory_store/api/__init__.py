@@ -21,11 +21,10 @@ from ..core.records import Hit
 from ..core.retrieval.search import Shown
 from ..core.router import BadEvent
 from ..core.storage import StorageUnavailable
-from ..shared import worker_client
 from ..shared.files import ensure_private_dir
 from ..shared.paths import DataPaths
 from .background import BackgroundWork
-from .recall import IN_PROCESS_EMBED_LIMIT, Recall
+from .recall import IN_PROCESS_EMBED_LIMIT, Recall, worker_hits
 
 __all__ = ["BadEvent", "BackgroundWork", "IN_PROCESS_EMBED_LIMIT", "Recall", "StorageUnavailable", "add_team_member",
            "init_team", "new_team_password", "open_recall", "remove_team_member", "search_anywhere", "settings",
@@ -49,9 +48,9 @@ def search_anywhere(home: str | os.PathLike | None, query: str, limit: int = 10,
     `place`: the project's local root, noted as where it lives (see Store.note_project_path);
     `shown`: "relevant" or "all"; `touch`: the hits count as used (Recall.search)."""
     paths = DataPaths(home)
-    hits = worker_client.search(paths, query, limit, project, place, shown, touch=touch)
+    hits = worker_hits(paths, query, limit, project, place, shown, touch=touch)
     if hits is not None:
-        return [Hit.model_validate(hit) for hit in hits]
+        return hits
     with open_recall(paths.home) as recall:
         return recall.search_here(query, limit, project, place, shown, touch=touch)
 

@@ -38,6 +38,13 @@ IN_PROCESS_EMBED_LIMIT = 500  # without a worker, a search embeds a backlog up t
 SILENT_PROMPTS_JUDGED = 20  # `recall injections --session` says why for the latest this many prompts that got nothing
 
 
+def worker_hits(paths: DataPaths, query: str, limit: int, project: str | None, place: str | None = None,
+                shown: Shown = "relevant", *, touch: bool = False) -> list[Hit] | None:
+    """The running worker's answer to a search (it holds the model: fast); None when no worker answers."""
+    hits = worker_client.search(paths, query, limit, project, place, shown, touch=touch)
+    return None if hits is None else [Hit.model_validate(hit) for hit in hits]
+
+
 class Recall:
     def __init__(self, paths: DataPaths, config: Config, *, load_models: bool = True):
         self.paths = paths
@@ -180,9 +187,9 @@ class Recall:
                               shown: Shown = "relevant") -> list[Hit]:
         """The running worker's answer when there is one (it holds the model: fast), else this process's over the
         spool ingested (no backlog embedded here: the viewer answers on its request thread)."""
-        hits = worker_client.search(self.paths, query, limit, project, shown=shown)
+        hits = worker_hits(self.paths, query, limit, project, shown=shown)
         if hits is not None:
-            return [Hit.model_validate(hit) for hit in hits]
+            return hits
         return self.search_here(query, limit, project, shown=shown, embed_backlog=False)
 
     def next_brief(self, project: str, now: float | None = None) -> str:

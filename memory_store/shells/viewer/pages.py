@@ -8,7 +8,7 @@ import json
 import threading
 import time
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 from urllib.parse import quote, urlencode
 
 from ...core.injection.inject import kind_label
@@ -18,6 +18,7 @@ from ...shared.text import age, one_line
 
 if TYPE_CHECKING:
     from ...api.recall import Recall
+    from ...core.retrieval.search import Shown
 
 KINDS = ("prompt", "exchange", "tool", "error", "note")
 PAGE_SIZE = 50
@@ -140,7 +141,7 @@ class Viewer:
         return self.page("Search", form + heading + table)
 
     def _search(self, query: str, project: str | None, everything: bool):
-        shown: Literal["relevant", "all"] = "all" if everything else "relevant"
+        shown: Shown = "all" if everything else "relevant"
         return self.recall.search_through_worker(query, PAGE_SIZE * 2, project, shown=shown)
 
     def _table(self, memories, show_project: bool, selectable: bool = False) -> str:
