@@ -35,7 +35,7 @@ def test_recall_config_shows_what_is_in_effect_and_where_it_came_from(home, monk
     from memory_store.shells.cli import app
 
     DataPaths(home).home.mkdir(parents=True, exist_ok=True)
-    DataPaths(home).config.write_text(json.dumps({"tiers": {"warm_top_k": 3, "warm_topk": 2}}))
+    DataPaths(home).config.write_text(json.dumps({"tiers": {"warm_top_k": 3, "warm_topk": 2, "hot_size": -1}}))
     monkeypatch.setenv("RECALL_DATABASE_URL", "postgresql://alice:s3cret@db.internal/recall")
     result = CliRunner().invoke(app, ["config", "--home", str(home)])
     assert result.exit_code == 1  # something in config.json was not used
@@ -45,3 +45,5 @@ def test_recall_config_shows_what_is_in_effect_and_where_it_came_from(home, monk
     assert "inject.budget_chars" not in result.stdout  # defaults only with --all
     every = json.loads(CliRunner().invoke(app, ["config", "--all", "--json", "--home", str(home)]).stdout)
     assert {s["key"] for s in every["settings"]} >= {"inject.budget_chars", "tiers.warm_top_k", "storage.url"}
+    hot_size = next(s for s in every["settings"] if s["key"] == "tiers.hot_size")
+    assert hot_size == {"key": "tiers.hot_size", "value": 5, "default": 5, "source": "default"}  # -1 was not used

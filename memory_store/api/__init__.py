@@ -63,7 +63,7 @@ def settings(home: str | os.PathLike | None = None) -> dict:
     paths = DataPaths(home)
     config = load_config(paths.config)
     return {"file": str(paths.config), "exists": paths.config.is_file(),
-            "settings": settings_in_effect(config, paths.config),
+            "settings": settings_in_effect(config),
             "problems": [str(p) for p in config_problems(config)]}
 
 

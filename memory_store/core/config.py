@@ -344,21 +344,16 @@ def load_config(path: Path | None) -> Config:
     return config
 
 
-def settings_in_effect(config: Config, path: Path | None) -> list[dict]:
-    """Every setting as it applies now: its value, its default, and where the value came from (the default,
-    config.json, or an environment variable that wins over both). A database URL is shown without its password."""
-    try:
-        written = json.loads(path.read_text(encoding="utf-8")) if path is not None and path.is_file() else {}
-    except (OSError, UnicodeDecodeError, ValueError):
-        written = {}
+def settings_in_effect(config: Config) -> list[dict]:
+    """Every setting of `config` (as load_config read it) as it applies now: its value, its default, and where the
+    value came from (the default, config.json, or an environment variable that wins over both). A database URL is
+    shown without its password."""
     rows = []
-    rejected = {problem.key for problem in config_problems(config)}
     for section, field in Config.model_fields.items():
         current, default = getattr(config, section), field.get_default(call_default_factory=True)
-        given = written.get(section) if isinstance(written, dict) else None
         for name in type(current).model_fields:
             value, source = getattr(current, name), "default"
-            if isinstance(given, dict) and name in given and f"{section}.{name}" not in rejected:
+            if name in current.model_fields_set:  # load_config validated only what config.json gave and it kept
                 source = "config.json"  # written there, even when it equals the default
             if (section, name) == ("storage", "url"):
                 url = database_url(value)
