@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from conftest import ROOT, run_cli, stop_worker
@@ -17,6 +18,7 @@ from test_hooks import FACT, first_session, session
 
 from memory_store import __version__, open_recall
 from memory_store.shared.projects import GLOBAL_PROJECT
+from memory_store.shared.wire import PAUSE_FILE
 
 cli = run_cli
 
@@ -93,8 +95,11 @@ def test_pause_resume_and_expiry(hooks, home, project, other_project):
 
     out = cli("pause", "--all", "--for", "1s", "--home", home).stdout
     assert "paused every project until" in out
+    cli("pause", "--project", project, "--for", "1s", "--home", home)  # paused on its own too
+    state = Path(home, PAUSE_FILE).read_bytes()
     one = cli("resume", "--project", project, "--home", home, ok=False)  # it cannot come back alone: no claim
     assert one.exit_code == 1 and "resumed" not in one.stdout and "still paused: every project" in one.stdout
+    assert Path(home, PAUSE_FILE).read_bytes() == state  # and nothing changed
     send("UserPromptSubmit", prompt="all-paused-marker is not kept", prompt_id="p3")
     time.sleep(1.2)
     send("UserPromptSubmit", prompt="expired-marker is kept", prompt_id="p4")

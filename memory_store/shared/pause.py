@@ -81,12 +81,15 @@ def pause(home: str, project: str | None, until: float | None) -> dict:
 
 
 def resume(home: str, project: str | None) -> dict | None:
-    """Resume `project` (None: everything, every project included); returns what stays paused."""
+    """Resume `project` (None: everything, every project included); returns what stays paused. A project cannot
+    come back while every project is paused: then nothing changes (the answer still says every project)."""
     state = read_state(home)
     if state is None:
         return None
     if project is None:
         state = None
+    elif state["all"] is not False:
+        return state
     else:
         state["projects"].pop(project, None)
         if state["all"] is False and not state["projects"]:

@@ -251,16 +251,13 @@ def resume(
     from ...shared import pause as pausing
 
     scope = None if all_projects else resolve_project(project, False)
-    home_dir = str(DataPaths(home).home)
-    before = pausing.read_state(home_dir)
-    if scope is not None and before is not None and before["all"] is not False:
-        # A project cannot come back while every project is paused: change nothing, claim nothing.
+    left = pausing.resume(str(DataPaths(home).home), scope)
+    if scope is not None and left is not None and left["all"] is not False:  # nothing changed: claim nothing
         if json_output:
             emit_json({"resumed": None, "still_paused": ["every project"]})
         else:
             typer.echo(f"still paused: every project, {scope} included (recall resume --all resumes everything)")
         raise typer.Exit(1)
-    left = pausing.resume(home_dir, scope)
     still = (["every project"] if left["all"] is not False else sorted(left["projects"])) if left else []
     if json_output:
         emit_json({"resumed": scope or "every project", "still_paused": still})
