@@ -39,13 +39,12 @@ def add_member(url: str, name: str) -> str:
     from psycopg import sql
     from psycopg.conninfo import conninfo_to_dict
 
-    password = secrets.token_urlsafe(24)
     with administering(url, f"add {name}") as conn:
         if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (name,)).fetchone():
             raise ValueError(f"a role named {name} exists already: choose another name")
         if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (schema.MEMBER_ROLE,)).fetchone() is None:
             raise ValueError(f"there is no {schema.MEMBER_ROLE} role at {masked(url)}: run `recall team init` first")
-        verifier = conn.pgconn.encrypt_password(password.encode(), name.encode(), b"scram-sha-256").decode()
+        password, verifier = _new_password(conn, name)
         conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {} IN ROLE {} NOSUPERUSER NOCREATEDB NOCREATEROLE "
                              "NOREPLICATION NOBYPASSRLS").format(
             sql.Identifier(name), sql.Literal(verifier), sql.Identifier(schema.MEMBER_ROLE)))
@@ -58,9 +57,7 @@ def members(url: str) -> list[dict]:
     with administering(url, "list the team") as conn:
         rows = conn.execute(
             "SELECT r.rolname, r.rolcanlogin, (SELECT count(*) FROM recall.memories m WHERE m.owner = r.rolname "
-            "AND m.visibility = 'team') FROM pg_roles r JOIN pg_auth_members a ON a.member = r.oid "
-            "JOIN pg_roles g ON g.oid = a.roleid WHERE g.rolname = %s ORDER BY r.rolname",
-            (schema.MEMBER_ROLE,)).fetchall()
+            f"AND m.visibility = 'team') {MEMBER_ROLES} ORDER BY r.rolname", (schema.MEMBER_ROLE,)).fetchall()
     return [{"name": name, "can_log_in": bool(login), "shared_memories": int(count)} for name, login, count in rows]
 
 
@@ -71,13 +68,13 @@ def set_member_login(url: str, name: str, *, allowed: bool) -> str | None:
     from psycopg.conninfo import conninfo_to_dict
 
     with administering(url, f"change {name}") as conn:
-        if name not in {m["name"] for m in _members(conn)}:
+        named = conn.execute(f"SELECT 1 {MEMBER_ROLES} AND r.rolname = %s", (schema.MEMBER_ROLE, name)).fetchone()
+        if named is None:
             raise ValueError(f"{name} is not a member of the team at {masked(url)} (recall team users lists them)")
         if not allowed:
             conn.execute(sql.SQL("ALTER ROLE {} NOLOGIN PASSWORD NULL").format(sql.Identifier(name)))
         else:
-            password = secrets.token_urlsafe(24)
-            verifier = conn.pgconn.encrypt_password(password.encode(), name.encode(), b"scram-sha-256").decode()
+            password, verifier = _new_password(conn, name)
             conn.execute(sql.SQL("ALTER ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(name),
                                                                             sql.Literal(verifier)))
         # A password is checked when a connection starts: the member's open connections (a worker's) end now.
@@ -86,10 +83,16 @@ def set_member_login(url: str, name: str, *, allowed: bool) -> str | None:
     return member_url(conninfo_to_dict(url), name, password) if allowed else None
 
 
-def _members(conn) -> list[dict]:
-    rows = conn.execute("SELECT r.rolname FROM pg_roles r JOIN pg_auth_members a ON a.member = r.oid "
-                        "JOIN pg_roles g ON g.oid = a.roleid WHERE g.rolname = %s", (schema.MEMBER_ROLE,)).fetchall()
-    return [{"name": name} for (name,) in rows]
+# The login roles in the member group (its name the first parameter): the team's members.
+MEMBER_ROLES = ("FROM pg_roles r JOIN pg_auth_members a ON a.member = r.oid JOIN pg_roles g ON g.oid = a.roleid "
+                "WHERE g.rolname = %s")
+
+
+def _new_password(conn: Any, name: str) -> tuple[str, str]:
+    """A new random password for role `name`, and the SCRAM verifier the server stores instead of it (the password
+    itself never reaches the server)."""
+    password = secrets.token_urlsafe(24)
+    return password, conn.pgconn.encrypt_password(password.encode(), name.encode(), b"scram-sha-256").decode()
 
 
 @contextmanager
