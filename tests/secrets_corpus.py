@@ -126,6 +126,8 @@ SECRETS = [
     ("prose creds", "creds for the test box are deploy / Dep1oyBox77", "Dep1oyBox77"),
     ("prose username password", "username: ops, password Ops2024secret (rotate after the demo)", "Ops2024secret"),
     ("prose pw", "the vpn pw's Vpn7Tunnel, same as last quarter", "Vpn7Tunnel"),
+    ("prose user pass", "for the staging rabbit use user mqadmin, pass Rabb1tQ-Stage", "Rabb1tQ-Stage"),
+    ("prose login password", "the grafana box: login viewer password Gr4f-View3r, read only", "Gr4f-View3r"),
 ]
 
 # Text that looks like a secret but is not: it must be stored verbatim (and stay searchable).
@@ -152,6 +154,8 @@ LOOKALIKES = [
     "use the staging profile as the default for the password reset tests",
     "jdbc:postgresql://db.internal:5432/shop?ssl=true&sslmode=verify-full",
     "heroku config:set WEB_CONCURRENCY=3 -a shop-prod",
+    "the login form passes the user name and the pass phrase length check",
+    "user signups pass 12000 per day since the campaign",
 ]
 
 # Contents of a .env file a tool reads: every value is a secret, whatever it looks like.

@@ -122,6 +122,11 @@ _SECRET_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
                                  r"(?=\s*(?:$|[.,;:!?)]|\s(?:for|of|on|to|in|at)\b)))"), 1),
     ("stated-secret", re.compile(r"(?i)(\b(?:creds|credentials|login)\b(?:\s+(?:for|of|to|on)(?:\s+[\w.\-]+){1,4}?)?"
                                  r"\s*(?:are|is|:|=)?\s*[\w.@\-]+\s*[/:]\s*)" + _STATED_VALUE), 2),
+    # "user admin, pass Hunt3r2", "login deploy password Tr0ub4dor", "usr: ci / pw: s3cr3t!": a user named, then
+    # its password under any short name ("pass" alone is a password only right after a user)
+    ("stated-secret", re.compile(r"(?i)(\b(?:user(?:name)?|login|usr|account)\s*(?:is\s+|:|=)?\s*[\w.@+\-]+\s*[,;/]?\s*"
+                                 r"(?:and\s+|with\s+)?(?:(?:the|its|their)\s+)?(?:pass(?:word)?|passwd|passphrase|pwd|pw)"
+                                 r"(?:\s+is|'s|’s)?\s*[:=]?\s*)(?![\d,.]+(?:\s|$))" + _STATED_VALUE), 2),
     ("stated-secret", re.compile(r"(?i)(\b(?:with\s+(?:the\s+)?)?(?:password|passwd|passphrase|pw|pwd)(?:'s|’s)?\s+)"
                                  r"(?!is\b|was\b)" + _STATED_VALUE), 2),
     (
