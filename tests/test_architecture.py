@@ -212,7 +212,7 @@ def test_the_readme_lists_every_command():
 # router and jobs that drive them all at the top.
 CORE_LEVELS = [
     {"config", "records", "terms", "trust", "timeparse", "stages", "later", "sentences"},
-    {"storage", "embedding"},
+    {"storage", "embedding", "knowledge"},
     {"capture"},
     {"retrieval"},
     {"injection"},

@@ -253,7 +253,7 @@ def test_mcp_tools_over_stdio(hooks, home, project):
         assert init["result"]["serverInfo"]["version"] == __version__
         mcp.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         tools = {t["name"]: t for t in mcp.request("tools/list")["result"]["tools"]}
-        assert {"search", "timeline", "get_memories", "remember"} <= set(tools)
+        assert {"search", "timeline", "get_memories", "facts", "remember"} <= set(tools)
         assert set(tools["search"]["inputSchema"]["properties"]) >= {"query", "limit", "project"}
         assert all("  " not in t["description"] and "\n" not in t["description"] for t in tools.values())
 
@@ -266,6 +266,14 @@ def test_mcp_tools_over_stdio(hooks, home, project):
         around = mcp.call("timeline", id=first_id)
         assert f"→ #{first_id}" in around
         assert "No memory #999999" in mcp.call("timeline", id=999999)
+
+        one = mcp.call("search", query="staging deploy script canary", limit=1)
+        assert "1 memory for" in one and "memories" not in one.split("\n")[2]
+        # What the session taught, as knowledge: the deploy command that worked, and the stated procedure.
+        procedures = mcp.call("facts", kind="procedure")
+        assert procedures.startswith("<recall-memory>") and "ship.sh --canary staging" in procedures
+        assert "ship.sh" in mcp.call("facts", kind="all", query="deploy staging")
+        assert "kind must be one of" in mcp.call("facts", error=True, kind="rumours")
 
         stored = mcp.call("remember", text="from now on, use ruff instead of flake8", scope="global")
         assert "Remembered as #" in stored and "every project" in stored

@@ -101,6 +101,43 @@ def test_subagent_events_live_in_the_subagent_namespace(hooks, home, project, tm
     assert all("agent" in h and "trust" in h for h in hits)
 
 
+REPORT_FINDINGS = [
+    "The retry loop in src/sync/pull.py sleeps 2 s between attempts and gives up after 7 tries.",
+    "Conflicts are resolved in src/sync/merge.py by last-writer-wins on the updated_at column.",
+    "Deleted rows are tombstoned for 30 days in the tombstones table before the nightly vacuum removes them.",
+    "The client sends a since cursor that is the max updated_at it saw, so two rows sharing a timestamp can be skipped.",
+    "Large attachments are uploaded separately through a presigned S3 URL that expires after 15 minutes.",
+    "The mobile client batches writes into groups of 50 and retries a failed batch as a whole.",
+    "Nothing in the code handles clock skew between devices; timestamps come from each device.",
+    "The sync endpoint is rate limited to 120 requests per minute per user in the API gateway config.",
+    "Schema migrations on the client run before the first pull, in src/sync/migrate.ts, one version at a time.",
+    "A full resync happens when the server answers 410 Gone for a cursor older than the tombstone window.",
+    "Logging for the sync path goes to the sync channel at info level, with the cursor and the row count.",
+    "The tests in tests/sync cover merge conflicts but not the skipped rows from equal timestamps.",
+]
+
+
+def test_a_subagent_report_is_kept_whole_and_every_sentence_is_found_with_its_agent(hooks, home, project, tmp_path):
+    """A report is the whole of what an agent found: past an answer's gist length, each of its sentences is still
+    searchable, and found as the agent's."""
+    send = session(hooks, project)
+    send("SessionStart-startup")
+    send("UserPromptSubmit", prompt="audit the sync code for data loss", prompt_id="p1")
+    agent_transcript = tmp_path / "agent-a86bf78737870dfff.jsonl"
+    agent_transcript.write_text(json.dumps({"type": "user", "message": {
+        "role": "user", "content": "Audit the offline sync path for ways it can lose or skip rows."}}) + "\n")
+    report = "Findings on the offline sync path:\n" + "\n".join(f"- {line}" for line in REPORT_FINDINGS)
+    assert len(report) > 1200  # longer than an answer's gist (capture.max_answer_chars)
+    send("SubagentStop", **subagent(agent_transcript_path=str(agent_transcript), last_assistant_message=report))
+    stop_worker(home)
+    with open_recall(home) as recall:
+        recall.ingest_spool()
+        recall.embed_pending()
+        for finding in REPORT_FINDINGS:
+            hits = recall.search(finding, limit=3, project=str(project))
+            assert hits and hits[0].agent == "Explore" and finding.rstrip(".") in hits[0].text, finding
+
+
 @pytest.mark.slow  # real hooks and a worker, checked end to end
 def test_nothing_is_injected_into_a_subagent_unless_configured(hooks, home, project):
     fact = "The staging deploy goes through scripts/ship.sh and needs the --canary flag"

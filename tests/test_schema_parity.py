@@ -13,12 +13,14 @@ SQLITE_ONLY = {
     "id_watermark",  # ids never reused: a sequence does that on PostgreSQL
     "vector_index",  # sqlite-vec's table and model; PostgreSQL keeps the vector in the row
     "memories_fts",  # FTS5; PostgreSQL's tsvector lives in the row (memories.fts)
+    "knowledge_fts",  # the same for knowledge (knowledge.fts)
     "sqlite_sequence",  # AUTOINCREMENT's own bookkeeping
 }
 POSTGRES_ONLY = {"settings"}  # the team's schema version and embedding model (recall team init)
 POSTGRES_ONLY_COLUMNS = {
     **{table: {"owner"} for table in OWNED_TABLES},  # rows belong to database roles (row-level security)
     "memories": {"embedding", "embedding_model", "fts", "doc_len"},  # vector and words in the row
+    "knowledge": {"owner", "fts"},  # each row its owner's (row-level security); its words in the row
     "vector_changes": {"xid"},  # the feed's transaction id (RAM copies follow committed changes only)
 }
 
@@ -28,7 +30,7 @@ def sqlite_columns(path) -> dict[str, set[str]]:
     try:
         sqlite_schema.migrate(conn)
         names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
-                                            "AND name NOT GLOB 'memories_fts_*'")]  # FTS5's shadow tables
+                                            "AND name NOT GLOB '*_fts_*'")]  # FTS5's shadow tables
         return {t: {r[1] for r in conn.execute(f"PRAGMA table_info('{t}')")} for t in names}
     finally:
         conn.close()

@@ -204,3 +204,33 @@ def test_ticked_search_results_are_forgotten_after_one_confirmation(home):
         assert recall.get(ids[:2])  # nothing forgotten before the confirmation
         viewer.forget_many(ids[:2])
         assert [m.id for m in recall.get(ids)] == [ids[2]]
+
+
+def test_the_facts_page_shows_current_values_with_what_they_replaced(home):
+    """A project's facts page: the current value of a setting, the one it replaced, and a link to its memory."""
+    import threading
+    import time
+
+    from memory_store.core.records import KnowledgeDraft, MemoryDraft
+    from memory_store.shells.viewer import make_server
+
+    now = time.time()
+    with open_recall(home, load_models=False) as recall:
+        for n, (value, text) in enumerate([("5", "MAX_RETRIES = 5"), ("8", "MAX_RETRIES = 8")]):
+            fact = KnowledgeDraft(kind="fact", subject="jobs/config.py:max_retries", value=value,
+                                  text=f"{text} in jobs/config.py", file="jobs/config.py")
+            recall.store.record(f"e{n}", MemoryDraft(project="/p", session_id="s1", kind="tool", created_at=now + n,
+                                                     text=f"Edit jobs/config.py: `{text}`", knowledge=[fact]))
+        server, url = make_server(recall)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            base, token = url.split("/?token=")
+            page = urllib.request.urlopen(f"{base}/facts?project=%2Fp&token={token}").read().decode()
+            current = page.index("MAX_RETRIES = 8 in jobs/config.py")
+            assert current < page.index("was: MAX_RETRIES = 5") and "/memory/2" in page
+            assert "facts</a>" in urllib.request.urlopen(f"{base}/?token={token}").read().decode()
+        finally:
+            server.shutdown()
+            server.server_close()
+            thread.join(5)

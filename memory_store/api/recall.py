@@ -14,8 +14,9 @@ from ..core.config import Config
 from ..core.diagnostics import doctor
 from ..core.diagnostics.stats import hook_latency
 from ..core.embedding.embed import Embedder, Models
-from ..core.records import Hit, Memory
+from ..core.records import Hit, Knowledge, Memory
 from ..core.retrieval import code_paths, gate
+from ..core.retrieval import knowledge as known
 from ..core.retrieval.search import Shown, current_only, shown_hits
 from ..core.retrieval.search import search as run_search
 from ..core.storage import open_store
@@ -372,6 +373,20 @@ class Recall:
                 item["question"] = memory.meta.get("prompt") if memory and memory.kind == "exchange" else None
         return receipts
 
+    def knowledge(self, project: str, kinds: list[str] | None = None, limit: int = 200,
+                  query: str = "") -> list[Knowledge]:
+        """The project's current facts, procedures and decisions (core/knowledge/), newest first (with a `query`: those
+        holding its words, the best match first), each with the earlier values it replaced (`replaced`, newest
+        first)."""
+        if query.strip():
+            terms = known.content_terms(query)
+            items = [item for item, _ in self.store.knowledge_candidates(
+                project, terms, kinds or ["fact", "procedure", "decision"], limit)] if terms else []
+        else:
+            items = self.store.knowledge(project, kinds, limit=limit)
+        history = self.store.replaced([item.id for item in items if item.kind == "fact"])
+        return [item.model_copy(update={"replaced": history.get(item.id, [])}) for item in items]
+
     def known_session(self, session_id: str) -> bool:
         return self.store.known_session(session_id)
 
@@ -417,6 +432,7 @@ class Recall:
         data["hook_latency_ms"] = hook_latency(self.paths.log_file)
         data["strength"] = self.strength_summary()
         data["pruned"] = self.store.pruned_counts()
+        data["knowledge"] = self.store.knowledge_counts()
         for key in ("oldest", "newest"):
             if data[key]:
                 data[key] = datetime.fromtimestamp(data[key], tz=timezone.utc).isoformat()

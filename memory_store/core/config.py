@@ -36,6 +36,9 @@ class CaptureConfig(_Section):
     max_answer_chars: int = Field(
         1200, ge=100, description="Extractive summary length of the assistant's answer in an exchange."
     )
+    max_report_chars: int = Field(
+        6000, ge=100, description="A subagent's report is kept whole up to this length, every sentence searchable "
+        "(a longer one is summarized to it): it is the whole of what the agent found, not an answer's gist.")
     max_tool_input_chars: int = Field(300, ge=50, description="Compact rendering of a tool call's input.")
     max_tool_output_chars: int = Field(600, ge=50, description="Trimmed tool output kept with an observation.")
     max_error_chars: int = Field(800, ge=50, description="Error text kept from a failed tool call.")
@@ -129,6 +132,8 @@ class InjectConfig(_Section):
         2000, ge=300, le=8000, description="Characters of key facts handed to a compaction (PreCompact).")
     into_subagents: bool = Field(False, description="Also inject into subagents' events (off: a subagent works on "
                                  "its task with the context it was given).")
+    knowledge: bool = Field(True, description="Show the current facts, procedures and decisions that answer a "
+                            "prompt first, before the episodes (core/knowledge/; off: episodes only).")
 
 
 class RankingConfig(_Section):

@@ -36,15 +36,19 @@ def embed_pending(store: Store, embedder: Embedder | None, batch: int | None = N
     done = batches = 0
     while max_batches is None or batches < max_batches:
         rows = store.embedding_batch(batch)
-        if not rows:
+        items = store.knowledge_to_embed(batch)  # what the memories taught (storage/knowledge.py), in the same call
+        if not rows and not items:
             break
-        vectors = embedder.embed([text for _, _, _, text in rows])
-        store.save_embeddings([(i, project, at, v) for (i, project, at, _), v in zip(rows, vectors)],
-                              [r[0] for r in rows], embedder.name,
-                              supersede=lambda added: supersede_near_duplicates(store, added))
+        vectors = embedder.embed([text for _, _, _, text in rows] + [text for _, text in items])
+        if rows:
+            store.save_embeddings([(i, project, at, v) for (i, project, at, _), v in zip(rows, vectors)],
+                                  [r[0] for r in rows], embedder.name,
+                                  supersede=lambda added: supersede_near_duplicates(store, added))
+        if items:
+            store.set_knowledge_vectors([(item_id, v) for (item_id, _), v in zip(items, vectors[len(rows):])])
         done += len(rows)
         batches += 1
-        if progress:
+        if progress and rows:
             progress(len(rows))
     return done
 

@@ -14,6 +14,21 @@ MemoryKind = Literal["prompt", "exchange", "response", "tool", "error", "note"]
 Visibility = Literal["private", "team"]
 
 
+KnowledgeKind = Literal["fact", "procedure", "decision"]
+
+
+class KnowledgeDraft(BaseModel):
+    """A fact, a procedure or a decision read from a memory (core/knowledge/extract.py), before it is stored."""
+
+    kind: KnowledgeKind
+    subject: str  # what it is about, the same for a later item about the same thing ("" : compared by its values)
+    value: str
+    text: str  # what is shown
+    thing: str = ""  # words for the kind of value ("duration timeout"), matched but not shown
+    file: str = ""  # where it was set
+    context: str = ""  # what it was for (the turn's question, the command's purpose), matched but not shown
+
+
 class MemoryDraft(BaseModel):
     """A memory about to be stored (before it has an id)."""
 
@@ -27,6 +42,20 @@ class MemoryDraft(BaseModel):
     supersedes: list[int] = Field(default_factory=list)
     agent: str = ""  # the subagent it comes from ('' for the main conversation)
     visibility: Visibility = "private"  # everything captured is private; a team note is shared on purpose
+    # What it teaches (core/knowledge/extract.py), stored beside it and linked to it: never a column of its own.
+    knowledge: list[KnowledgeDraft] = Field(default_factory=list, exclude=True)
+
+
+class Knowledge(KnowledgeDraft):
+    """A stored knowledge item: the memory it came from, when, and what replaced it."""
+
+    id: int
+    project: str
+    source_id: int
+    session_id: str = ""
+    created_at: float
+    superseded_by: int | None = None
+    replaced: list[Knowledge] = Field(default_factory=list)  # the earlier values, newest first (filled on request)
 
 
 def to_datetime(ts: float) -> datetime:

@@ -96,16 +96,20 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
     brief = moved_in_brief(store, event.session_id, ctx.project, ctx.at)
     decision = tiers.warm_recall(store, ctx.models, ctx.project, event.session_id, said.words, ctx.at)
     with stage("render"):
-        items = tiers.warm_items(store, decision, ctx.project)
+        items = tiers.warm_items(store, decision, ctx.project, event.session_id)
         budget = min(store.config.inject.budget_chars, inject.HARD_CAP - len(brief) - 1)  # both within the cap
         text, ids = inject.render_block(items, "Possibly relevant to this prompt:", budget,
                                         store.config.inject.max_item_chars, ctx.at)
         text = "\n".join(part for part in (brief, text) if part)
     shown = [(c.episode.ids() if c.episode else set()) | {c.memory.id} for c in decision.taken if c.memory.id in ids]
+    taken = {c.memory.id for c in decision.taken}
+    known = [(item.id, f"{item.kind} that answers the prompt") for item in items if item.id in ids and item.id not in taken
+             and item.kind in KNOWLEDGE_KINDS]
     # What was injected, for the session's next prompts: written once the hook has its answer (core/later.py).
     later.after_answer(lambda: store.note_injection(
-        event.session_id, ctx.project, "UserPromptSubmit", ctx.at, sorted(set().union(*shown)) if shown else [],
-        recorded.memory_id, [(c.memory.id, c.why) for c in decision.taken if c.memory.id in ids]))
+        event.session_id, ctx.project, "UserPromptSubmit", ctx.at,
+        sorted(set().union(*shown, {memory_id for memory_id, _ in known})), recorded.memory_id,
+        [(c.memory.id, c.why) for c in decision.taken if c.memory.id in ids] + known))
     return inject.hook_output("UserPromptSubmit", text)
 
 
@@ -123,6 +127,7 @@ def log_search(ctx: Context, query: str) -> dict:
 
 
 LOG_SEARCH_LIMIT = 10
+KNOWLEDGE_KINDS = ("fact", "procedure", "decision")  # an injected line's kind when it is knowledge (core/knowledge/)
 
 
 def prepare(store: Store, models: Models, payload: dict) -> None:
@@ -218,7 +223,7 @@ def on_subagent_stop(ctx: Context, event: SubagentStop) -> dict:
         return {}
     task = transcripts.first_prompt(event.agent_transcript_path)
     draft = capture.exchange_memory(task, event.last_assistant_message or "", ctx.store.config.capture, ctx.project,
-                                    event.session_id, ctx.at, {"agent_type": event.agent_type})
+                                    event.session_id, ctx.at, {"agent_type": event.agent_type}, report=True)
     ctx.store.record(ctx.event_id, in_namespace(draft, event), ctx.at)
     return {}
 

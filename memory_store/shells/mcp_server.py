@@ -5,6 +5,7 @@ Progressive disclosure, as skills/recall/SKILL.md tells Claude to use it:
     search        a compact index: one line per memory (id, age, kind, the gist)
     timeline      the memories around one id, in order (what led to it, what followed)
     get_memories  the full text of a few ids
+    facts         what holds now: current facts with the values they replaced, procedures that worked, decisions
     remember      keep a note, for this project or for every project (scope "global")
 
 Every answer is plain text, bounded in size and fenced like injected memories: data from earlier
@@ -18,8 +19,9 @@ import time
 
 from ..core.capture.capture import INJECTION_TAG
 from ..core.injection.inject import kind_label
+from ..core.retrieval.knowledge import day
 from ..shared.projects import project_for
-from ..shared.text import age, cap, one_line
+from ..shared.text import age, cap, one_line, plural
 from ..version import __version__
 
 MAX_RESULT_CHARS = 8000  # one tool result; the model's context is precious
@@ -69,7 +71,7 @@ def build_server(home: str | None = None, project: str | None = None):
         if not hits:
             return fenced(f"Nothing relevant found for {query!r}: recall holds no memory about it.")
         now = time.time()
-        lines = [f"{len(hits)} memories for {query!r} (best first):"]
+        lines = [f"{plural(len(hits), 'memory', 'memories')} for {query!r} (best first):"]
         lines += [f"- {_stamp(h, now)}: {one_line(h.marked_text(), INDEX_LINE_CHARS)}" for h in hits]
         return fenced("\n".join(lines))
 
@@ -106,6 +108,28 @@ def build_server(home: str | None = None, project: str | None = None):
         if missing:
             parts.append("Not found: " + ", ".join(f"#{i}" for i in missing))
         return fenced("\n\n".join(parts))
+
+    @tool
+    def facts(query: str = "", kind: str = "fact", project: str | None = None, limit: int = 20) -> str:
+        """What recall knows holds now in this project: kind "fact" (current values of settings, versions,
+        limits, with the value each replaced and when), "procedure" (commands that worked here), "decision", or
+        "all". With a query, those matching its words, best first; without, the newest."""
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        kinds = {"fact": ["fact"], "procedure": ["procedure"], "decision": ["decision"], "all": None}
+        if kind not in kinds:
+            raise ToolError(f"kind must be one of {', '.join(kinds)}, not {kind!r}")
+        limit = max(1, min(int(limit), MAX_LIMIT))
+        with open_recall(home, load_models=False) as recall:
+            items = recall.knowledge(scope_of(project), kinds[kind], limit, query)
+        if not items:
+            what = "knowledge" if kind == "all" else kind + "s"
+            return fenced(f"No {what} known" + (f" for {query!r}." if query else "."))
+        lines = [f"{plural(len(items), 'item', 'items')} ({'best match' if query else 'newest'} first):"]
+        for item in items:
+            lines.append(f"- {item.kind} since {day(item.created_at)} (from #{item.source_id}): {one_line(item.text, 300)}")
+            lines += [f"  was: {one_line(e.text, 200)} (since {day(e.created_at)})" for e in item.replaced]
+        return fenced("\n".join(lines))
 
     @tool
     def remember(text: str, scope: str = "project") -> str:

@@ -16,10 +16,12 @@ from ...shared.redact import clean, is_env_file, mentions_env_file, redact_env_v
 from ...shared.text import cap, cap_middle
 from .. import sentences
 from ..config import CaptureConfig
-from ..records import MemoryDraft
+from ..knowledge import extract
+from ..records import KnowledgeDraft, MemoryDraft
 from . import user_words
 from .hook_events import PostToolUse, PostToolUseFailure
 
+KNOWLEDGE_SOURCE_CHARS = 20_000  # of an answer, what facts are read from (a pasted log beyond that is not read)
 INJECTION_TAG = "recall-memory"  # the element recall wraps recalled memories in (see inject.py)
 _TAG_LOOKALIKE = re.compile(r"<(/?)\s*recall-memor(y|ies)\b", re.IGNORECASE)
 _WHITESPACE_RUNS = re.compile(r"[ \t\r\f\v]+")
@@ -216,7 +218,45 @@ def tool_observation(event: PostToolUse, cfg: CaptureConfig, project: str, at: f
         meta["tool_use_id"] = event.tool_use_id
     return MemoryDraft(project=project, session_id=event.session_id, kind="tool", text=text, created_at=at,
                        importance=importance("tool", text) + (0.1 if event.tool_name in ("Edit", "Write") else 0),
-                       meta=meta)
+                       meta=meta, knowledge=tool_knowledge(event, files))
+
+
+def tool_knowledge(event: PostToolUse, files: list[str]) -> list[KnowledgeDraft]:
+    """What a tool call that worked teaches: the settings an Edit or a Write put into a file, the variables a command
+    exported and how it did what it was for (core/knowledge/extract.py). Every text passes the redaction first."""
+    inputs = event.tool_input if isinstance(event.tool_input, dict) else {}
+    path = relative(files[0], event.cwd) if files else ""
+    if files and any(is_env_file(f) for f in files):
+        return []  # an env file's values are secrets until shown otherwise: its names are in the tool memory
+    if event.tool_name in ("Edit", "MultiEdit"):
+        listed = inputs.get("edits")
+        edits = [e for e in (listed if isinstance(listed, list) else [inputs]) if isinstance(e, dict)]
+        changes = [(clean(_as_text(e.get("old_string"))), clean(_as_text(e.get("new_string")))) for e in edits]
+        return _redacted(extract.from_edit(path, changes))
+    if event.tool_name == "Write":
+        return _redacted(extract.from_file_text(path, clean(_as_text(inputs.get("content")))))
+    if event.tool_name == "Bash" and isinstance(inputs.get("command"), str) and not mentions_env_file(inputs["command"]):
+        goal = inputs.get("description")
+        return _redacted(extract.from_command(clean(inputs["command"]), clean(goal if isinstance(goal, str) else "")))
+    return []
+
+
+def statement_knowledge(text: str, *, asked: bool = False) -> list[KnowledgeDraft]:
+    """What a prompt (`asked`) or an answer states (core/knowledge/extract.py), from its redacted text."""
+    return _redacted(extract.from_statement(clean(text), asked=asked))
+
+
+def _redacted(items: list[KnowledgeDraft]) -> list[KnowledgeDraft]:
+    """Each item's texts as a memory's would be stored (redacted, neutralized); an item whose value the redaction
+    took is no knowledge."""
+    kept = []
+    for item in items:
+        value = finish(item.value, 300)
+        if not value or "[REDACTED" in value or "[private]" in value:
+            continue
+        kept.append(item.model_copy(update={"value": value, "text": finish(item.text, extract.MAX_TEXT_CHARS),
+                                            "context": finish(item.context, 300)}))
+    return kept
 
 
 def tool_failure(event: PostToolUseFailure, cfg: CaptureConfig, project: str, at: float) -> MemoryDraft | None:
@@ -270,19 +310,24 @@ def prompt_memory(prompt: str, cfg: CaptureConfig, project: str, session_id: str
     if not text or text == "[private]":
         return None
     return MemoryDraft(project=project, session_id=session_id, kind="prompt", text=text, created_at=at,
-                       importance=importance("prompt", text), meta=dict(meta or {}))
+                       importance=importance("prompt", text), meta=dict(meta or {}),
+                       knowledge=statement_knowledge(text, asked=True))
 
 
 def exchange_memory(prompt: str | None, answer: str, cfg: CaptureConfig, project: str, session_id: str,
-                    at: float, meta: dict | None = None) -> MemoryDraft | None:
+                    at: float, meta: dict | None = None, *, report: bool = False) -> MemoryDraft | None:
     """The extractive summary of one exchange, made at Stop: the gist of the final answer. Its
     prompt is a memory of its own (and this one's indexed context); `meta["prompt"]` keeps a
     short copy so the exchange can be shown as question and answer."""
-    text = finish(extractive_summary(clean(answer or ""), cfg.max_answer_chars), cfg.max_answer_chars)
+    limit = cfg.max_report_chars if report else cfg.max_answer_chars  # a subagent's report is kept whole (bounded)
+    text = finish(extractive_summary(clean(answer or ""), limit), limit)
     if not text:
         return None
     meta = dict(meta or {})
     if prompt:
         meta["prompt"] = finish(prompt, PROMPT_PREVIEW_CHARS, keep_ends=True)
+    # The whole answer teaches, not only its gist: a value said in passing is a fact the summary may leave out.
+    learned = [item.model_copy(update={"context": finish(prompt or "", 300)})
+               for item in statement_knowledge(cap(answer or "", KNOWLEDGE_SOURCE_CHARS))]
     return MemoryDraft(project=project, session_id=session_id, kind="exchange", text=text, created_at=at,
-                       importance=importance("exchange", f"{prompt or ''} {text}"), meta=meta)
+                       importance=importance("exchange", f"{prompt or ''} {text}"), meta=meta, knowledge=learned)

@@ -136,7 +136,8 @@ class Conversation:
         if self.turn_answer and not self.skip_turn:
             uuid, answer, at, session, project = self.turn_answer
             meta = {"agent_type": self.agent_meta["agent_type"]} if self.agent else None
-            draft = capture.exchange_memory(self.turn_prompt, answer, self.cfg, project, session, at, meta)
+            draft = capture.exchange_memory(self.turn_prompt, answer, self.cfg, project, session, at, meta,
+                                            report=bool(self.agent))
             self._keep(self._key(session, "exchange" if self.agent else f"{uuid}:exchange"), draft, at)
         self.turn_prompt = None
         self.turn_answer = None

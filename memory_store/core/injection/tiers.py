@@ -12,13 +12,16 @@
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from typing import TYPE_CHECKING
 
+from ...shared.text import cap
 from .. import sentences
 from ..capture.capture import PROMPT_PREVIEW_CHARS, finish
 from ..records import Memory
-from ..retrieval import code_paths, gate, turns, versions
+from ..retrieval import code_paths, gate, knowledge, turns, versions
+from ..stages import stage
 from ..storage import Store
 from ..timeparse import DAY
 from . import inject
@@ -90,7 +93,53 @@ def _brief(store: Store, project: str, now: float, exclude_session: str | None) 
                                      f"(open, no answer yet) {memory.text}"))
         else:
             items.append(inject.episode_item(turns.episode(store, memory), set(), limit, newer.get(memory.id, [])))
-    return code_paths.checked_items(store, project, items)
+    return code_paths.checked_items(store, project, distinct(_knowledge_lead(store, project, now, exclude_session) + items))
+
+
+BRIEF_KNOWLEDGE = 2  # decisions and changed facts the brief leads with
+BRIEF_KNOWLEDGE_CHARS = 260
+
+
+def _knowledge_lead(store: Store, project: str, now: float, exclude_session: str | None) -> list[inject.Item]:
+    """What the brief leads with: the newest decisions and changed facts of the warm window (a value that replaced
+    another, saying which), from earlier sessions."""
+    if not store.config.inject.knowledge:
+        return []
+    since = warm_window_start(store, now)
+    recent = [item for item in store.knowledge(project, ["decision", "fact"], limit=200)
+              if item.created_at >= since and item.session_id != exclude_session]
+    history = store.replaced([item.id for item in recent if item.kind == "fact"])
+    lead = [item for item in recent if item.kind == "decision" or history.get(item.id)][:BRIEF_KNOWLEDGE]
+    return [inject.Item(item.source_id, item.kind, item.created_at,
+                        cap(knowledge.shown(knowledge.Found(item, 0.0, "", history.get(item.id, [])[:1])),
+                            BRIEF_KNOWLEDGE_CHARS))
+            for item in sorted(lead, key=lambda item: item.created_at)]
+
+
+_KNOWLEDGE_LABEL = re.compile(r"^\S.{0,30}? since \d{4}-\d{2}-\d{2}: ")  # knowledge.shown's "Current since DATE: "
+SAME_CONTENT = 0.8  # an item whose sentences are this much in an earlier one says nothing new
+
+
+def distinct(items: list[inject.Item]) -> list[inject.Item]:
+    """Items that say different things: one whose sentences another item already holds (a follow-up and the turn
+    it follows, shown as one episode from either end; a fact its episode states) is left out, whatever its id."""
+    kept: list[inject.Item] = []
+    held: list[set[str]] = []
+    for item in sorted(items, key=lambda i: -len(i.text)):
+        said = _sentences_of(item.text)
+        if said and any(len(said & other) >= SAME_CONTENT * len(said) for other in held):
+            continue
+        kept.append(item)
+        held.append(said)
+    order = {id(item): n for n, item in enumerate(items)}
+    return sorted(kept, key=lambda item: order[id(item)])
+
+
+def _sentences_of(text: str) -> set[str]:
+    """A line's sentences, without its labels ("Q:", "A:", "Current since …:"), as compared for sameness."""
+    text = _KNOWLEDGE_LABEL.sub("", text)
+    parts = [part.split(": ", 1)[-1] if part[:2] in ("Q:", "A:") else part for part in text.split(" → ")]
+    return {" ".join(s.lower().split()).rstrip(".…") for part in parts for s in sentences.split(part) if len(s) > 12}
 
 
 def _answered(prompt: Memory, answered: set) -> bool:
@@ -138,6 +187,17 @@ def _brief_said_it(store: Store, decision: gate.Decision, candidate: gate.Candid
                for part in parts for sentence in sentences.split(part))
 
 
+def _brief_said(store: Store, shown: set[int]) -> str:
+    """What the SessionStart brief could have said in full of the memories it showed: each one's opening and its
+    question's, as far as a brief line reaches (one read; the lines themselves are not rebuilt). What the brief cut
+    may be said again."""
+    limit = brief_item_chars(store)
+    said = []
+    for memory in store.get(sorted(shown)):
+        said += [memory.text[:limit], str(memory.meta.get("prompt", ""))[:limit]]
+    return " ".join(" ".join(part.split()) for part in said)
+
+
 def brief_item_chars(store: Store) -> int:
     """How long one item of the SessionStart brief may be."""
     cfg = store.config
@@ -153,9 +213,27 @@ def _item(store: Store, decision: gate.Decision, candidate: gate.Candidate) -> i
                                decision.intent.wants)
 
 
-def warm_items(store: Store, decision: gate.Decision, project: str) -> list[inject.Item]:
-    """The taken candidates as injectable lines: each episode's answer to the prompt, as it stands against the
-    project's code (code_paths.py)."""
-    return code_paths.checked_items(store, project, [_item(store, decision, c) for c in decision.taken])
+def warm_items(store: Store, decision: gate.Decision, project: str, session_id: str | None = None) -> list[inject.Item]:
+    """The facts, procedures and decisions that answer the prompt (retrieval/knowledge.py), then the taken candidates:
+    each episode's answer to the prompt, as it stands against the project's code (code_paths.py). An item is left
+    out when an episode shown with it already says it, or when this session was already shown it."""
+    episodes = code_paths.checked_items(store, project, [_item(store, decision, c) for c in decision.taken])
+    if not store.config.inject.knowledge:
+        return episodes
+    seen = store.injected_ids(session_id, "UserPromptSubmit") if session_id else set()
+    in_brief = (store.injected_ids(session_id) - seen) if session_id else set()
+    said = " ".join(" ".join(item.text.split()) for item in episodes)
+    briefed: str | None = None  # what the brief showed, read when an item may repeat it
+    known = []
+    with stage("knowledge"):
+        answers = knowledge.relevant(store, project, decision.prompt, decision.vector, decision.intent, seen)
+    for found in answers:
+        text = " ".join(found.item.text.split())
+        if in_brief and briefed is None:
+            briefed = _brief_said(store, in_brief)
+        if text in said or (briefed and text.rstrip(".") in briefed):
+            continue
+        known.append(inject.Item(found.item.source_id, found.item.kind, found.item.created_at, knowledge.shown(found)))
+    return known + episodes
 
 

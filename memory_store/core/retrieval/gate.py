@@ -71,6 +71,7 @@ class Decision:
     # (id, created_at) of the best-ranked memories: where a taken one's newer values are looked for first
     ranked: list[tuple[int, float]] = field(default_factory=list)
     terms: set[str] = field(default_factory=set)  # the searched query's answer terms (ranking.answer_terms)
+    vector: bytes | None = None  # the prompt's embedding, when it was searched by meaning
 
     @property
     def taken(self) -> list[Candidate]:
@@ -168,6 +169,7 @@ def _judge(store: Store, models: Models, prompt: str, project: str, session_id: 
         ranked = search.score(eligible(live), found, rcfg, now, cfg.strength)
     decision.ranked = [(row.id, row.created_at) for _, row in ranked[: 4 * cfg.gate.candidates]]
     decision.terms = ranking.answer_terms(found.query)
+    decision.vector = found.vector
     with stage("gate"):
         ceiling = None if complete else _Ceiling(store, found, session_id, ranked)
         _weigh(store, decision, found, ranked, exclude_ids, ceiling)

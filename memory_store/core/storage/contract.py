@@ -24,7 +24,7 @@ from .term_frequency import TermFrequencies
 if TYPE_CHECKING:
     from ...shared.paths import DataPaths
     from ..config import Config
-    from ..records import Memory
+    from ..records import Memory, MemoryDraft
     from .database import Database
     from .recent_vectors import RecentVectors, VectorFeed
 
@@ -236,6 +236,21 @@ class StoreContract(ABC):
 
     @abstractmethod
     def _forget_derived(self, ids: list[int]) -> None: ...
+
+    # --- knowledge (knowledge.py) --------------------------------------------------------------------
+
+    @abstractmethod
+    def _knowledge_matches(self, project: str, terms: list[str], kinds: list[str], limit: int) -> list[int]:
+        """Ids of the project's current knowledge items of these kinds that hold any of `terms`, best first."""
+
+    @abstractmethod
+    def _keep_knowledge(self, memory_id: int, draft: MemoryDraft) -> None: ...
+
+    @abstractmethod
+    def _forget_knowledge_context(self, session_id: str, project: str) -> None: ...
+
+    @abstractmethod
+    def _move_knowledge(self, ids: list[int], project: str) -> None: ...
 
     @abstractmethod
     def _delete_receipts_of(self, ids: list[int]) -> None: ...

@@ -180,6 +180,9 @@ def stats(home: HomeOption = None, json_output: JsonOption = False):
     typer.echo(f"vectors    {data['vectors']} ({data['vector_model'] or 'no index yet'}), "
                f"{data['pending_embeddings']} waiting")
     typer.echo(f"span       {minute(data['oldest'])} … {minute(data['newest'])}")
+    known = data["knowledge"]
+    typer.echo("knowledge  " + (", ".join(f"{plural(row['current'], kind)} ({row['replaced']} replaced)"
+                                          for kind, row in sorted(known.items())) or "nothing yet") + " (`recall facts`)")
     strength = data["strength"]
     if strength["mean"] is not None:
         typer.echo(f"strength   mean {strength['mean']:.2f}; {strength['consolidated']} consolidated (decay no more), "
@@ -189,11 +192,18 @@ def stats(home: HomeOption = None, json_output: JsonOption = False):
                                 if pruned else "nothing yet"))
     latency = data["hook_latency_ms"]
     if latency:
-        typer.echo("hook time in process (ms):")
+        typer.echo("hook time in process:")
         for hook, row in latency.items():
             routes = ", ".join(f"{ROUTES.get(route, route)} {count}" for route, count in sorted(row["routes"].items()))
-            typer.echo(f"  {hook:<20} n={row['n']:<6} p50 {row['p50']:>7}  p95 {row['p95']:>7}  p99 {row['p99']:>7}"
-                       f"  ({routes})")
+            typer.echo(f"  {hook:<20} n={row['n']:<6} p50 {ms(row['p50']):>7}  p95 {ms(row['p95']):>7}  "
+                       f"p99 {ms(row['p99']):>7}  ({routes})")
+
+
+def ms(value: float | None) -> str:
+    """A latency as a person reads it: 0.4 ms, 3.2 ms, 27 ms (the JSON keeps the measured value)."""
+    if value is None:
+        return "-"
+    return f"{value:.1f} ms" if value < 10 else f"{value:.0f} ms"
 
 
 # How a hook delivered its event (hook/client.py's routes), in words.

@@ -13,6 +13,7 @@ from urllib.parse import quote, urlencode
 
 from ...core.injection.inject import kind_label
 from ...core.records import Hit
+from ...core.retrieval.knowledge import day
 from ...shared.projects import GLOBAL_PROJECT
 from ...shared.text import age, one_line
 
@@ -39,6 +40,7 @@ button.danger,a.button.danger{background:#b3261e;color:#fff;border:0;border-radi
 a.button{padding:4px 10px;text-decoration:none;display:inline-block}
 input,select{padding:4px}.why{color:#37613a}.current{background:#fff7d6}.refused{color:#b3261e}
 button,.nowrap,.kind{white-space:nowrap}input[name=q],input[name=project]{max-width:100%}
+.was{color:#6b7383;font-size:13px}
 """
 
 
@@ -85,10 +87,30 @@ class Viewer:
         lines = "".join(
             f'<tr><td><a href="{self.link("/search", project=r["project"])}">{_esc(r["project"])}</a></td>'
             f'<td>{r["memories"]}</td><td>{r["pinned"]}</td><td class="nowrap">{_esc(age(now - r["last_activity"]))}'
-            f'</td><td><a href="{self.link("/export", project=r["project"])}">export (JSONL)</a></td></tr>'
+            f'</td><td><a href="{self.link("/facts", project=r["project"])}">facts</a> · '
+            f'<a href="{self.link("/export", project=r["project"])}">export (JSONL)</a></td></tr>'
             for r in rows)
         return self.page("Projects", "<table><tr><th>project</th><th>memories</th><th>pinned</th>"
                                      f"<th>last activity</th><th></th></tr>{lines}</table>")
+
+    def facts(self, params) -> str:
+        """A project's current facts (each with the values it replaced), the procedures that worked, the decisions."""
+        project = params.get("project") or ""
+        if not project:
+            return self.page("Facts", "<p>Pick a project on the <a href=\"" + self.link("/") + "\">projects</a> page.</p>")
+        sections = []
+        for kind, title in (("fact", "Current facts"), ("procedure", "How things are done here"),
+                            ("decision", "Decisions and rules")):
+            items = self.recall.knowledge(project, [kind], 100)
+            rows = "".join(
+                f'<tr><td class="nowrap">{_esc(day(item.created_at))}</td><td>{_esc(item.text)}'
+                + "".join(f'<div class="was">was: {_esc(e.text)} (since {_esc(day(e.created_at))})</div>'
+                          for e in item.replaced)
+                + f'</td><td><a href="{self.link(f"/memory/{item.source_id}")}">#{item.source_id}</a></td></tr>'
+                for item in items)
+            sections.append(f"<h3>{title}</h3>" + (f"<table><tr><th>since</th><th></th><th>from</th></tr>{rows}</table>"
+                                                    if rows else "<p>None yet.</p>"))
+        return self.page(f"Facts of {_project_name(project)}", "".join(sections))
 
     def session(self, session_id: str) -> tuple[int, str]:
         """One session's memories in the order they happened, and a link to what was injected into it."""

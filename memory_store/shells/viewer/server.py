@@ -65,6 +65,8 @@ class _Handler(BaseHTTPRequestHandler):
                     self._send(200, viewer.search(params))
                 elif url.path == "/injections":
                     self._send(200, viewer.injections(params))
+                elif url.path == "/facts":
+                    self._send(200, viewer.facts(params))
                 elif url.path.startswith("/session/") and len(url.path) > 9:
                     self._send(*viewer.session(unquote(url.path[9:])))
                 elif url.path == "/export":

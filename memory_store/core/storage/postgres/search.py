@@ -150,6 +150,16 @@ class PgSearch(PgState):
                     self._stats_cache[("df", lexeme)] = (now, count)
         return counts
 
+    def _knowledge_matches(self, project: str, terms: list[str], kinds: list[str], limit: int) -> list[int]:
+        lexemes = sorted({lexeme for found in self._word_lexemes(terms).values() for lexeme, _ in found})
+        if not lexemes or not kinds:
+            return []
+        match = " | ".join(tsquery_literal(lexeme) for lexeme in lexemes)
+        return [r[0] for r in self.db.all(
+            f"SELECT id FROM knowledge WHERE fts @@ ?::tsquery AND project = ? AND kind IN ({marks(kinds)}) "
+            "AND superseded_by IS NULL ORDER BY ts_rank(fts, ?::tsquery) DESC, id DESC LIMIT ?",
+            [match, project, *kinds, match, limit])]
+
     def lexical_candidates(self, terms: list[str], required: list[str] | None, n: int, project: str | None,
                            since: float | None, until: float | None) -> dict[int, float]:
         """memory id -> BM25 of the n best full-text matches among live memories (see the module's doc)."""

@@ -36,12 +36,14 @@ class SqliteHealth(SqliteState):
 
     def _after_purge(self) -> None:
         self.db.run("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
+        self.db.run("INSERT INTO knowledge_fts(knowledge_fts) VALUES ('rebuild')")
 
     def _after_forget(self) -> None:
         """Merge the full-text index (FTS5 'optimize': no stale copy of a text survives in an older segment;
         secure_delete zeroes every page freed), then copy the WAL into the file and truncate it."""
         with self.db.write():
             self.db.run("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
+            self.db.run("INSERT INTO knowledge_fts(knowledge_fts) VALUES ('optimize')")
         self.checkpoint()
 
     def checkpoint(self) -> bool:

@@ -276,8 +276,50 @@ def m009_project_paths_and_sharing(conn: apsw.Connection) -> None:
     )
 
 
+def m010_knowledge(conn: apsw.Connection) -> None:
+    """Facts, procedures and decisions read from the memories (core/knowledge/): each row belongs to the memory it
+    came from and goes with it when that memory is forgotten (ON DELETE CASCADE, and secure_delete zeroes it). A
+    newer item about the same thing marks the older one `superseded_by`; the older one stays, as its history."""
+    conn.execute(
+        f"""
+        CREATE TABLE knowledge (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            project TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('fact', 'procedure', 'decision')),
+            subject TEXT NOT NULL,
+            value TEXT NOT NULL,
+            text TEXT NOT NULL,
+            thing TEXT NOT NULL DEFAULT '',
+            file TEXT NOT NULL DEFAULT '',
+            context TEXT NOT NULL DEFAULT '',
+            source_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            session_id TEXT NOT NULL DEFAULT '',
+            created_at REAL NOT NULL,
+            superseded_by INTEGER REFERENCES knowledge(id) ON DELETE SET NULL,
+            embedding BLOB
+        );
+        CREATE INDEX knowledge_current ON knowledge(project, kind, subject) WHERE superseded_by IS NULL;
+        CREATE INDEX knowledge_source ON knowledge(source_id);
+        CREATE INDEX knowledge_superseded ON knowledge(superseded_by);
+        CREATE INDEX knowledge_unembedded ON knowledge(id) WHERE embedding IS NULL;
+        CREATE VIRTUAL TABLE knowledge_fts USING fts5(
+            text, thing, context, content='knowledge', content_rowid='id', tokenize='{FTS_TOKENIZE}'
+        );
+        CREATE TRIGGER knowledge_fts_insert AFTER INSERT ON knowledge BEGIN
+            INSERT INTO knowledge_fts(rowid, text, thing, context) VALUES (new.id, new.text, new.thing, new.context);
+        END;
+        CREATE TRIGGER knowledge_fts_delete AFTER DELETE ON knowledge BEGIN
+            INSERT INTO knowledge_fts(knowledge_fts, rowid, text, thing, context)
+            VALUES ('delete', old.id, old.text, old.thing, old.context);
+        END;
+        INSERT INTO knowledge_fts(knowledge_fts, rank) VALUES ('secure-delete', 0);
+        """
+    )
+
+
 MIGRATIONS = [m001_initial, m002_forget_for_good, m003_vector_changes, m004_pins_and_receipts, m005_sources,
-              m006_pruned, m007_fts_merge_on_forget, m008_owner_and_visibility, m009_project_paths_and_sharing]
+              m006_pruned, m007_fts_merge_on_forget, m008_owner_and_visibility, m009_project_paths_and_sharing,
+              m010_knowledge]
 
 
 def local_user() -> str:

@@ -170,6 +170,15 @@ class SqliteSearch(SqliteState):
             args.append(n)
             return {memory_id: score for memory_id, score in self.db.all(sql, args)}
 
+    def _knowledge_matches(self, project: str, terms: list[str], kinds: list[str], limit: int) -> list[int]:
+        expression = fts_expression(terms)
+        if expression is None or not kinds:
+            return []
+        return [r[0] for r in self.db.all(
+            f"SELECT k.id FROM knowledge_fts JOIN knowledge k ON k.id = knowledge_fts.rowid WHERE knowledge_fts MATCH ? "
+            f"AND k.project = ? AND k.kind IN ({marks(kinds)}) AND k.superseded_by IS NULL "
+            "ORDER BY bm25(knowledge_fts, 1.0, 0.6, 0.4) LIMIT ?", [expression, project, *kinds, limit])]
+
     def _first_id_from(self, project: str | None, since: float) -> int | None:
         """A lower bound of the ids created from `since` on: the smallest id created from the start of its hour,
         looked up once per project and hour (the lookup walks every index entry of the window: 0.3 ms a prompt at 10k

@@ -1,0 +1,131 @@
+"""Which facts, procedures and decisions answer a prompt, and how they are shown.
+
+A question about the project (intent "project" or "recall") is matched against the project's current items: their
+words first (the full-text index of knowledge: text, kind of value, what it was for), then the meaning of the best
+of them (their vectors, made by the worker). An item is shown when it is close in meaning, or when it is the kind
+the question asks for (a value: a fact; how to run something: a procedure; why: a decision) and nearly as close.
+Shown first, before the episodes, with what it replaced and when: "(was 22:00-07:00 until 2026-11-20)".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from ..embedding.embed import similarities
+from ..records import Knowledge
+from ..terms import STOPWORDS, normalize_term, words
+
+if TYPE_CHECKING:
+    from ..retrieval.intent import Intent
+    from ..storage import Store
+
+CANDIDATES = 40  # items read by their words, then ranked by meaning
+MIN_SIMILARITY = 0.5  # close enough in meaning to be about what the prompt asks …
+MIN_FITTING_SIMILARITY = 0.42  # … or this close and of the kind the question asks for
+MIN_SHARED_WORDS = 1  # and at least this many of the prompt's content words in its text, kind or purpose
+MAX_SHOWN = 2
+MAX_REPLACED_SHOWN = 1  # earlier values named after the current one
+RUNNER_UP_MARGIN = 0.15  # a second item is shown only this close to the first
+# Besides meaning, an item ranks by the prompt's words it holds (in what it says and its kind of value; in what it was
+# for), by how recent it is among the candidates (the newer of two close items is likelier the current one), and by
+# being stated (a procedure said in words, "use X for Y", over a command that merely ran).
+WORDS_WEIGHT, PURPOSE_WORDS_WEIGHT, RECENCY_WEIGHT, STATED_WEIGHT = 0.2, 0.1, 0.06, 0.05
+FITS = {"value": "fact", "command": "procedure", "reason": "decision", "rule": "decision", "cause": "decision"}
+SEARCHING_INTENTS = ("project", "recall")
+# Beyond intent.asks(): a question about the current state wants a fact; one about how to do something, a procedure.
+ASKS_CURRENT = re.compile(r"\b(?:now|nowadays|currently|current|these days|at the moment|still|today|latest|"
+                          r"default|by default)\b", re.IGNORECASE)
+ASKS_HOW = re.compile(r"\b(?:how (?:do|should|can|would|are|is|does) (?:i|we|you|one|it|they|\w+s)\b|command|"
+                      r"what (?:do|should) (?:i|we) (?:run|type|use)|steps? (?:to|for))", re.IGNORECASE)
+
+
+@dataclass
+class Found:
+    item: Knowledge
+    similarity: float  # the ranking score: meaning, words, recency (see the weights above)
+    why: str
+    replaced: list[Knowledge] = field(default_factory=list)
+
+
+def relevant(store: Store, project: str, prompt: str, vector: bytes | None, intent: Intent,
+             exclude_sources: set[int] = frozenset()) -> list[Found]:  # type: ignore[assignment]
+    """The items that answer `prompt` (at most MAX_SHOWN, the best first), each with the values it replaced."""
+    if intent.kind not in SEARCHING_INTENTS or vector is None:
+        return []
+    terms = content_terms(prompt)
+    if not terms:
+        return []
+    candidates = [(item, vec) for item, vec in store.knowledge_candidates(project, terms, ["fact", "procedure", "decision"],
+                                                                          CANDIDATES)
+                  if vec is not None and item.source_id not in exclude_sources]
+    if not candidates:
+        return []
+    scores = similarities([vec for _, vec in candidates], [vector])[:, 0]
+    wanted = {FITS[w] for w in intent.wants if w in FITS}
+    if ASKS_CURRENT.search(prompt):
+        wanted.add("fact")
+    if ASKS_HOW.search(prompt):
+        wanted.add("procedure")
+    prompt_stems = {normalize_term(t) for t in terms}
+    stamps = [item.created_at for item, _ in candidates]
+    oldest, span = min(stamps), max(stamps) - min(stamps) or 1.0
+    found: list[Found] = []
+    for (item, _), similarity in zip(candidates, scores):
+        similarity = float(similarity)
+        fits = item.kind in wanted
+        own = {normalize_term(w) for w in words(f"{item.text} {item.thing}")}
+        purpose = own | {normalize_term(w) for w in words(item.context)}
+        if len(prompt_stems & purpose) < MIN_SHARED_WORDS:
+            continue
+        if similarity >= MIN_SIMILARITY or (fits and similarity >= MIN_FITTING_SIMILARITY):
+            score = (similarity + WORDS_WEIGHT * len(prompt_stems & own) / len(prompt_stems)
+                     + PURPOSE_WORDS_WEIGHT * len(prompt_stems & purpose) / len(prompt_stems)
+                     + RECENCY_WEIGHT * (item.created_at - oldest) / span
+                     + STATED_WEIGHT * (item.kind != "procedure" or not item.text.startswith("`")))
+            why = f"{item.kind} #{item.id}: meaning {similarity:.2f}, score {score:.2f}" + (
+                f", the {item.kind} the question asks for" if fits else "")
+            found.append(Found(item, score, why))
+    found = _distinct(sorted(found, key=lambda f: -f.similarity))
+    if found:
+        best = found[0].similarity
+        found = [f for f in found if f.similarity >= best - RUNNER_UP_MARGIN][:MAX_SHOWN]
+        history = store.replaced([f.item.id for f in found if f.item.kind == "fact"])
+        for f in found:
+            f.replaced = history.get(f.item.id, [])[:MAX_REPLACED_SHOWN]
+    return found
+
+
+def content_terms(text: str) -> list[str]:
+    return [w for w in dict.fromkeys(words(text)) if w not in STOPWORDS and len(w) > 2]
+
+
+def _distinct(found: list[Found]) -> list[Found]:
+    """One item per source memory and per text: two lines saying the same thing are one."""
+    seen_sources: set[int] = set()
+    seen_texts: set[str] = set()
+    kept = []
+    for f in found:
+        text = " ".join(f.item.text.lower().split())
+        if f.item.source_id in seen_sources or text in seen_texts:
+            continue
+        seen_sources.add(f.item.source_id)
+        seen_texts.add(text)
+        kept.append(f)
+    return kept
+
+
+def day(ts: float) -> str:
+    return datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d")
+
+
+def shown(found: Found) -> str:
+    """One line: the item, when it was set, and the value it replaced ("was X until DATE")."""
+    item = found.item
+    label = {"fact": "Current", "procedure": "How it is done here", "decision": "Decided"}[item.kind]
+    line = f"{label} since {day(item.created_at)}: {item.text}"
+    for earlier in found.replaced:
+        line += f" (was: {earlier.text} — until {day(item.created_at)})"
+    return line
