@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 from conftest import DAY, run_cli
+from test_precision import edit_session
 
 from memory_store.core.knowledge import extract
 from memory_store.shared.projects import project_for
@@ -28,19 +29,6 @@ def bash_session(demo, prompt, calls, answer):
         else:
             demo.fire("PostToolUse-Bash", session, prompt_id=turn, tool_input=tool_input,
                       tool_response={"stdout": output, "stderr": "", "interrupted": False})
-    demo.fire("Stop", session, prompt_id=turn, last_assistant_message=answer)
-    demo.fire("SessionEnd-other", session)
-    demo.recall.embed_pending()
-
-
-def edit_session(demo, prompt, path, old, new, answer):
-    session, turn = str(uuid.uuid4()), str(uuid.uuid4())
-    demo.fire("SessionStart-startup", session)
-    demo.fire("UserPromptSubmit", session, prompt=prompt, prompt_id=turn)
-    edit = {"file_path": path, "old_string": old, "new_string": new, "replace_all": False}
-    demo.fire("PostToolUse-Edit", session, prompt_id=turn, tool_name="Edit", tool_input=edit,
-              tool_response={"filePath": path, "oldString": old, "newString": new, "originalFile": old + "\n",
-                             "structuredPatch": [], "userModified": False, "replaceAll": False})
     demo.fire("Stop", session, prompt_id=turn, last_assistant_message=answer)
     demo.fire("SessionEnd-other", session)
     demo.recall.embed_pending()

@@ -9,8 +9,10 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -43,6 +45,22 @@ def browser():
             yield chromium
         finally:
             chromium.close()
+
+
+@contextmanager
+def served(recall):
+    """The viewer over `recall` on a loopback port, in a thread: (base URL, token); stopped on leaving."""
+    from memory_store.shells.viewer import make_server
+
+    server, url = make_server(recall)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield tuple(url.split("/?token="))
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
 
 
 @pytest.fixture
@@ -154,20 +172,13 @@ def test_a_session_page_and_an_export_over_http(home):
     import time
 
     from memory_store.core.records import MemoryDraft
-    from memory_store.shells.viewer import make_server
 
     now = time.time()
     with open_recall(home, load_models=False) as recall:
         for n, text in enumerate(["first: the staging deploy needs --canary", "second: done, it passed"]):
             recall.store.record(f"e{n}", MemoryDraft(project="/p", session_id="s/1", kind="note", text=text,
                                                      created_at=now + n))
-        server, url = make_server(recall)
-        import threading
-
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            base, token = url.split("/?token=")
+        with served(recall) as (base, token):
             page = urllib.request.urlopen(f"{base}/session/s%2F1?token={token}").read().decode()
             assert page.index("first: the staging") < page.index("second: done") and "what was injected" in page
             with urllib.request.urlopen(f"{base}/export?project=%2Fp&token={token}") as answer:
@@ -179,10 +190,6 @@ def test_a_session_page_and_an_export_over_http(home):
             odd = urllib.request.urlopen(urllib.request.Request(  # a digit Python reads but int() does not
                 f"{base}/forget", data=f"token={token}&id=%C2%B2".encode(), method="POST")).read().decode()
             assert "Nothing to forget" in odd
-        finally:
-            server.shutdown()
-            server.server_close()
-            thread.join(5)
 
 
 def test_ticked_search_results_are_forgotten_after_one_confirmation(home):
@@ -208,11 +215,9 @@ def test_ticked_search_results_are_forgotten_after_one_confirmation(home):
 
 def test_the_facts_page_shows_current_values_with_what_they_replaced(home):
     """A project's facts page: the current value of a setting, the one it replaced, and a link to its memory."""
-    import threading
     import time
 
     from memory_store.core.records import KnowledgeDraft, MemoryDraft
-    from memory_store.shells.viewer import make_server
 
     now = time.time()
     with open_recall(home, load_models=False) as recall:
@@ -221,16 +226,9 @@ def test_the_facts_page_shows_current_values_with_what_they_replaced(home):
                                   text=f"{text} in jobs/config.py", file="jobs/config.py")
             recall.store.record(f"e{n}", MemoryDraft(project="/p", session_id="s1", kind="tool", created_at=now + n,
                                                      text=f"Edit jobs/config.py: `{text}`", knowledge=[fact]))
-        server, url = make_server(recall)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            base, token = url.split("/?token=")
+        with served(recall) as (base, token):
             page = urllib.request.urlopen(f"{base}/facts?project=%2Fp&token={token}").read().decode()
             current = page.index("MAX_RETRIES = 8 in jobs/config.py")
             assert current < page.index("was: MAX_RETRIES = 5") and "/memory/2" in page
             assert "facts</a>" in urllib.request.urlopen(f"{base}/?token={token}").read().decode()
-        finally:
-            server.shutdown()
-            server.server_close()
-            thread.join(5)
+
