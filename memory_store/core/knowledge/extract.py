@@ -28,6 +28,8 @@ MAX_VALUE_CHARS = 90  # a longer right-hand side is code, not a setting
 MAX_TEXT_CHARS = 320  # what one item shows
 MIN_FACT_WORDS = 3  # a value said with fewer words ("768 is enough") says too little of what it is
 MAX_ITEMS = 12  # per memory: a pasted config file does not flood the store
+MAX_LINE_CHARS = 400  # a longer line (minified code, data) holds no setting worth a fact
+MAX_SCANNED_CHARS = 200_000  # of a written file: its settings are near the top, a huge file is data
 
 CONFIG_SUFFIXES = (".toml", ".yaml", ".yml", ".json", ".ini", ".cfg", ".conf", ".env", ".properties", ".tf",
                    ".tfvars", ".hcl", ".sbt", ".gradle", ".xml", ".plist", ".lock", ".mod", ".nvmrc")
@@ -140,11 +142,12 @@ def from_file_text(path: str, new: str, old: str = "") -> list[KnowledgeDraft]:
     """The settings a write into `path` gives a value: each line of `new` that assigns a literal and that `old` did
     not have. In code only constants (SHOUTING_CASE) and literal properties count; in a config file any key."""
     config = is_config_file(path)
-    before = {line.strip() for line in old.splitlines()}
+    before = {line.strip() for line in old[:MAX_SCANNED_CHARS].splitlines()}
     found: list[KnowledgeDraft] = []
-    for line in new.splitlines():
+    for line in new[:MAX_SCANNED_CHARS].splitlines():
         stripped = line.strip()
-        if not stripped or stripped in before or stripped.startswith(("#", "//", "/*", "*", "--", "<!--")):
+        if not stripped or len(stripped) > MAX_LINE_CHARS or stripped in before \
+                or stripped.startswith(("#", "//", "/*", "*", "--", "<!--")):
             continue
         item = _assignment(stripped, path, config)
         if item is not None:
