@@ -7,7 +7,7 @@ import shutil
 import time
 import uuid
 
-from memory_store.core.retrieval.code_paths import named_paths
+from memory_store.core.sentences import named_paths
 from memory_store.shared.text import MISSING_FILE_MARK as MARK
 
 HOLDS = "The hold expiry is computed in src/seats/holds.py, in expire_holds(), every 30 seconds."

@@ -21,6 +21,7 @@ POSTGRES_ONLY_COLUMNS = {
     **{table: {"owner"} for table in OWNED_TABLES},  # rows belong to database roles (row-level security)
     "memories": {"embedding", "embedding_model", "fts", "doc_len"},  # vector and words in the row
     "knowledge": {"owner", "fts"},  # each row its owner's (row-level security); its words in the row
+    "ties": {"owner"},
     "vector_changes": {"xid"},  # the feed's transaction id (RAM copies follow committed changes only)
 }
 

@@ -29,6 +29,15 @@ class KnowledgeDraft(BaseModel):
     context: str = ""  # what it was for (the turn's question, the command's purpose), matched but not shown
 
 
+class Tie(BaseModel):
+    """What a memory is tied to (core/capture/ties.py): `file:<path>`, `cmd:<program>` or `err:<signature>`; for a
+    file the tool call touched, the file's size and mtime just after (to tell later that it changed since)."""
+
+    key: str
+    size: int | None = None
+    mtime: float | None = None
+
+
 class MemoryDraft(BaseModel):
     """A memory about to be stored (before it has an id)."""
 
@@ -44,6 +53,7 @@ class MemoryDraft(BaseModel):
     visibility: Visibility = "private"  # everything captured is private; a team note is shared on purpose
     # What it teaches (core/knowledge/extract.py), stored beside it and linked to it: never a column of its own.
     knowledge: list[KnowledgeDraft] = Field(default_factory=list, exclude=True)
+    ties: list[Tie] = Field(default_factory=list, exclude=True)  # what it is tied to, for the moment of action
 
 
 class Knowledge(KnowledgeDraft):

@@ -164,3 +164,28 @@ def excerpt(parts: list[tuple[str, float]], terms: AbstractSet[str], limit: int,
         if used >= limit:
             break
     return sorted(keep)
+
+
+# --- the files a text names (retrieval/code_paths.py checks them against the code; capture/ties.py ties to them) ---
+
+MAX_PATHS = 6  # per item: a memory that names more is a listing, judged by its first few
+
+# A path with at least one folder and a file name with an extension: src/app/db.py, ./bin/run.sh,
+# /home/me/shop/lib/x.ts. Not one inside a URL or a longer word (the look-behind), not "and/or".
+PATH = re.compile(r"(?<![\w.~/:@-])(/?(?:\.{1,2}/)?(?:\.?[\w@+-][\w.@+-]*/)+[\w@+-][\w.@+-]*\.[A-Za-z][A-Za-z0-9]{0,9})"
+                  r"(?![\w/-])")
+DOMAIN = re.compile(r"^[\w-]+(\.[\w-]+)*\.[a-z]{2,}$")  # github.com/..., docs.python.org/...
+
+
+def named_paths(text: str) -> list[str]:
+    """The file paths `text` names, in order, at most MAX_PATHS (a URL's path or a domain is not one)."""
+    found = []
+    for match in PATH.finditer(text):
+        path = match.group(1).rstrip(".")
+        first = path.lstrip("./").split("/", 1)[0]
+        if DOMAIN.match(first) or path in found:
+            continue
+        found.append(path)
+        if len(found) == MAX_PATHS:
+            break
+    return found

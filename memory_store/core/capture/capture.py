@@ -12,12 +12,14 @@ import json
 import os
 import re
 
+from ...shared.projects import project_root
 from ...shared.redact import clean, is_env_file, mentions_env_file, redact_env_values
 from ...shared.text import cap, cap_middle
 from .. import sentences
 from ..config import CaptureConfig
 from ..knowledge import extract
-from ..records import KnowledgeDraft, MemoryDraft
+from ..records import KnowledgeDraft, MemoryDraft, Tie
+from . import ties as tied
 from . import user_words
 from .hook_events import PostToolUse, PostToolUseFailure
 
@@ -218,7 +220,32 @@ def tool_observation(event: PostToolUse, cfg: CaptureConfig, project: str, at: f
         meta["tool_use_id"] = event.tool_use_id
     return MemoryDraft(project=project, session_id=event.session_id, kind="tool", text=text, created_at=at,
                        importance=importance("tool", text) + (0.1 if event.tool_name in ("Edit", "Write") else 0),
-                       meta=meta, knowledge=tool_knowledge(event, files))
+                       meta=meta, knowledge=tool_knowledge(event, files), ties=tool_ties(event, files))
+
+
+def tool_ties(event: PostToolUse | PostToolUseFailure, files: list[str], output: str = "") -> list[Tie]:
+    """What a tool call is tied to (capture/ties.py): the files it touched (with their state after it), the
+    command it ran, and for a failure the signatures of its error."""
+    root = project_root(event.cwd) if event.cwd else ""
+    found: list[Tie] = []
+    for path in files:
+        key = tied.file_key(path, root)
+        if key:
+            state = tied.file_state(path if os.path.isabs(path) else os.path.join(root, path)) \
+                if event.tool_name in ("Edit", "MultiEdit", "Write", "NotebookEdit") else None
+            found.append(Tie(key=key, size=state[0] if state else None, mtime=state[1] if state else None))
+    inputs = event.tool_input if isinstance(event.tool_input, dict) else {}
+    command = inputs.get("command")
+    if isinstance(command, str):
+        found += [Tie(key=key) for key in tied.text_ties(f"`{command}` {command}", root) if key not in
+                  {tie.key for tie in found}]  # its program, and the files it names
+    found += [Tie(key=key) for key in tied.signature_keys(output)]
+    return found
+
+
+def said_ties(text: str, cwd: str) -> list[Tie]:
+    """What a prompt or an answer names: files and commands (capture/ties.py)."""
+    return [Tie(key=key) for key in tied.text_ties(text, project_root(cwd) if cwd else "")]
 
 
 def tool_knowledge(event: PostToolUse, files: list[str]) -> list[KnowledgeDraft]:
@@ -279,7 +306,8 @@ def tool_failure(event: PostToolUseFailure, cfg: CaptureConfig, project: str, at
     if event.tool_use_id:
         meta["tool_use_id"] = event.tool_use_id
     return MemoryDraft(project=project, session_id=event.session_id, kind="error", text=text, created_at=at,
-                       importance=importance("error", text), meta=meta)
+                       importance=importance("error", text), meta=meta,
+                       ties=tool_ties(event, files, clean(error)))
 
 
 _COMMAND_PARTS = re.compile(r"<command-(name|args)>(.*?)</command-\1>", re.DOTALL)
@@ -311,7 +339,7 @@ def prompt_memory(prompt: str, cfg: CaptureConfig, project: str, session_id: str
         return None
     return MemoryDraft(project=project, session_id=session_id, kind="prompt", text=text, created_at=at,
                        importance=importance("prompt", text), meta=dict(meta or {}),
-                       knowledge=statement_knowledge(text, asked=True))
+                       knowledge=statement_knowledge(text, asked=True), ties=said_ties(text, ""))
 
 
 def exchange_memory(prompt: str | None, answer: str, cfg: CaptureConfig, project: str, session_id: str,
@@ -330,4 +358,5 @@ def exchange_memory(prompt: str | None, answer: str, cfg: CaptureConfig, project
     learned = [item.model_copy(update={"context": finish(prompt or "", 300)})
                for item in statement_knowledge(cap(answer or "", KNOWLEDGE_SOURCE_CHARS))]
     return MemoryDraft(project=project, session_id=session_id, kind="exchange", text=text, created_at=at,
-                       importance=importance("exchange", f"{prompt or ''} {text}"), meta=meta, knowledge=learned)
+                       importance=importance("exchange", f"{prompt or ''} {text}"), meta=meta, knowledge=learned,
+                       ties=said_ties(clean(cap(answer or "", KNOWLEDGE_SOURCE_CHARS)), ""))

@@ -200,8 +200,10 @@ def program_of(command: str) -> str:
     tokens = [t for t in re.split(r"\s+", command.strip()) if t]
     while tokens and re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", tokens[0]):
         tokens.pop(0)  # VAR=value before the program
-    if tokens and tokens[0] in ("sudo", "time", "exec", "env", "nice"):
+    if tokens and tokens[0] in ("sudo", "time", "exec", "env", "nice", "timeout", "xvfb-run", "caffeinate"):
         tokens.pop(0)
+        while tokens and (tokens[0].startswith("-") or re.fullmatch(r"\d+[smh]?", tokens[0])):
+            tokens.pop(0)  # its own flags and duration (`timeout 12 pnpm start:worker`)
     if not tokens:
         return ""
     program = os.path.basename(tokens[0])

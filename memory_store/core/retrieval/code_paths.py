@@ -17,33 +17,12 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from ...shared.text import mark_missing_files as marked
+from ..sentences import named_paths
 
 if TYPE_CHECKING:
     from ..storage import Store
 
-MAX_PATHS = 6  # per item: a memory that names more is a listing, judged by its first few
 NEWER_LOOKED_AT = 20  # later memories read for a missing file's new place
-
-# A path with at least one folder and a file name with an extension: src/app/db.py, ./bin/run.sh,
-# /home/me/shop/lib/x.ts. Not one inside a URL or a longer word (the look-behind), not "and/or".
-PATH = re.compile(r"(?<![\w.~/:@-])(/?(?:\.{1,2}/)?(?:\.?[\w@+-][\w.@+-]*/)+[\w@+-][\w.@+-]*\.[A-Za-z][A-Za-z0-9]{0,9})"
-                  r"(?![\w/-])")
-DOMAIN = re.compile(r"^[\w-]+(\.[\w-]+)*\.[a-z]{2,}$")  # github.com/..., docs.python.org/...
-
-
-def named_paths(text: str) -> list[str]:
-    """The file paths `text` names, in order, at most MAX_PATHS (a URL's path or a domain is not one)."""
-    found = []
-    for match in PATH.finditer(text):
-        path = match.group(1).rstrip(".")
-        first = path.lstrip("./").split("/", 1)[0]
-        if DOMAIN.match(first) or path in found:
-            continue
-        found.append(path)
-        if len(found) == MAX_PATHS:
-            break
-    return found
-
 
 @dataclass
 class CodeCheck:

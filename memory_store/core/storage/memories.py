@@ -79,6 +79,7 @@ class Memories(StoreContract):
                 # A shared memory keeps its text alone (sharing.py): no neighbour joins its context.
                 db.many("UPDATE memories SET context_after = ? WHERE id = ? AND visibility = 'private'", updates)
             self._keep_knowledge(memory_id, draft)
+            self._keep_ties(memory_id, draft)
         for old in draft.supersedes:
             if old != memory_id:
                 db.run("UPDATE memories SET superseded_by = ? WHERE id = ? AND project = ?",

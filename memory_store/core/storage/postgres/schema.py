@@ -260,7 +260,27 @@ CREATE POLICY own ON {SCHEMA}.knowledge USING (owner = current_user) WITH CHECK 
 """
 
 
-MIGRATIONS = [_v1, _v2]  # each takes the team's vector dimension and returns SQL; index + 1 = version
+def _v3(dim: int) -> str:
+    """What each memory is tied to (sqlite/schema.m011_ties), its owner's alone."""
+    return f"""
+CREATE TABLE {SCHEMA}.ties (
+    owner text NOT NULL DEFAULT current_user,
+    memory_id bigint NOT NULL REFERENCES {SCHEMA}.memories(id) ON DELETE CASCADE,
+    project text NOT NULL,
+    key text NOT NULL,
+    created_at double precision NOT NULL,
+    size bigint,
+    mtime double precision,
+    PRIMARY KEY (memory_id, key)
+);
+CREATE INDEX ties_key ON {SCHEMA}.ties (project, key, created_at);
+ALTER TABLE {SCHEMA}.ties ENABLE ROW LEVEL SECURITY;
+ALTER TABLE {SCHEMA}.ties FORCE ROW LEVEL SECURITY;
+CREATE POLICY own ON {SCHEMA}.ties USING (owner = current_user) WITH CHECK (owner = current_user);
+"""
+
+
+MIGRATIONS = [_v1, _v2, _v3]  # each takes the team's vector dimension and returns SQL; index + 1 = version
 
 
 def grants() -> str:

@@ -317,9 +317,29 @@ def m010_knowledge(conn: apsw.Connection) -> None:
     )
 
 
+def m011_ties(conn: apsw.Connection) -> None:
+    """What each memory is tied to (core/capture/ties.py): a file, a command, an error signature, looked up by its
+    exact key when Claude is about to act (core/injection/actions.py); a file's size and mtime when it was touched.
+    A tie goes with its memory (ON DELETE CASCADE)."""
+    conn.execute(
+        """
+        CREATE TABLE ties (
+            memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            project TEXT NOT NULL,
+            key TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            size INTEGER,
+            mtime REAL,
+            PRIMARY KEY (memory_id, key)
+        ) WITHOUT ROWID;
+        CREATE INDEX ties_key ON ties(project, key, created_at);
+        """
+    )
+
+
 MIGRATIONS = [m001_initial, m002_forget_for_good, m003_vector_changes, m004_pins_and_receipts, m005_sources,
               m006_pruned, m007_fts_merge_on_forget, m008_owner_and_visibility, m009_project_paths_and_sharing,
-              m010_knowledge]
+              m010_knowledge, m011_ties]
 
 
 def local_user() -> str:
