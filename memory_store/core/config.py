@@ -132,6 +132,13 @@ class InjectConfig(_Section):
         2000, ge=300, le=8000, description="Characters of key facts handed to a compaction (PreCompact).")
     into_subagents: bool = Field(False, description="Also inject into subagents' events (off: a subagent works on "
                                  "its task with the context it was given).")
+    before_tools: bool = Field(True, description="Before Claude edits, writes or reads a file or runs a command "
+                               "(PreToolUse), bring what earlier sessions learned about it: its rules, pitfalls, "
+                               "decisions and the errors it caused (once per file or command per session).")
+    on_failure: bool = Field(True, description="When a command fails with an error met before (PostToolUseFailure), "
+                             "bring the fix that followed it then.")
+    action_budget_chars: int = Field(600, ge=200, le=2000, description="Characters one PreToolUse or "
+                                     "PostToolUseFailure adds at most.")
     knowledge: bool = Field(True, description="Show the current facts, procedures and decisions that answer a "
                             "prompt first, before the episodes (core/knowledge/; off: episodes only).")
 

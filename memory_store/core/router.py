@@ -27,6 +27,7 @@ from .capture.hook_events import (
     PostToolUse,
     PostToolUseFailure,
     PreCompact,
+    PreToolUse,
     SessionEnd,
     SessionStart,
     Stop,
@@ -36,7 +37,7 @@ from .capture.hook_events import (
 )
 from .capture.transcript_reader import last_turn, tool_memory
 from .diagnostics import alerts
-from .injection import compaction, inject, tiers
+from .injection import actions, compaction, inject, tiers
 from .records import MemoryDraft
 from .retrieval import gate, search
 from .stages import stage
@@ -62,6 +63,7 @@ class Context:
     event_id: str
     at: float  # when the hook received it (unix seconds)
     project: str
+    root: str  # the project's folder on this machine
     respond: bool  # someone waits for the hook's output (False when replaying the spool)
 
 
@@ -199,7 +201,34 @@ def on_tool_failure(ctx: Context, event: PostToolUseFailure) -> dict:
     draft = None if recovered(ctx, event) else capture.tool_failure(event, ctx.store.config.capture, ctx.project,
                                                                     ctx.at)
     ctx.store.record(ctx.event_id, in_namespace(draft, event), ctx.at)
-    return {}
+    if not ctx.respond or event.is_interrupt or not ctx.store.config.inject.on_failure:
+        return {}
+    with stage("failure"):
+        shown = actions.after_failure(ctx.store, ctx.project, event.session_id, event.error, ctx.at)
+    return shown_at_action(ctx, event.session_id, "PostToolUseFailure", shown)
+
+
+def on_pre_tool(ctx: Context, event: PreToolUse) -> dict:
+    """Before a tool call: what is known about its file or command (injection/actions.py). Nothing is stored: the
+    call itself is captured by PostToolUse."""
+    if not ctx.respond or not ctx.store.config.inject.before_tools:
+        return {}
+    with stage("before_tool"):
+        shown = actions.before_tool(ctx.store, ctx.project, ctx.root, event.session_id, event.tool_name,
+                                    event.tool_input, ctx.at)
+    return shown_at_action(ctx, event.session_id, "PreToolUse", shown)
+
+
+def shown_at_action(ctx: Context, session_id: str, hook: str, shown: actions.Shown | None) -> dict:
+    """The hook's output for what an action hook shows, noted (never again this session, and its receipt)."""
+    if shown is None:
+        return {}
+    store = ctx.store
+    for key in shown.keys:
+        store.record(actions.shown_key(session_id, key), None, ctx.at)
+    store.note_injection(session_id, ctx.project, hook, ctx.at, [memory_id for memory_id, _ in shown.items], None,
+                         shown.items)
+    return inject.hook_output(hook, shown.text)
 
 
 def recovered(ctx: Context, event: PostToolUse | PostToolUseFailure) -> bool:
@@ -313,6 +342,7 @@ def recovered_key(session_id: str, what: object) -> str:
 HANDLERS: dict[str, Callable[[Context, Any], dict | str]] = {
     "SessionStart": on_session_start,
     "UserPromptSubmit": on_prompt,
+    "PreToolUse": on_pre_tool,
     "PostToolUse": on_tool,
     "PostToolUseFailure": on_tool_failure,
     "Stop": on_stop,
@@ -356,7 +386,7 @@ def handle_event(store: Store, models: Models, envelope: dict, *, respond: bool 
     store.note_project_path(project, root, at)
     if keeps_memories_from(store, event.agent_id):
         respond = False
-    return handler(Context(store, models, event_id, at, project, respond), event)
+    return handler(Context(store, models, event_id, at, project, root, respond), event)
 
 
 def keeps_memories_from(store: Store, agent_id: str | None) -> bool:

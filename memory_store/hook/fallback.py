@@ -17,12 +17,14 @@ from ..shared.logs import JsonLog
 from ..shared.paths import DataPaths, log_file
 from ..shared.payload import BadPayload, parse_payload
 from . import notices, runtime, spawn
-from .timing import ANSWER_DEADLINE, DEFAULT_ANSWER_DEADLINE, START_WAIT
+from .timing import ANSWER_DEADLINE, ANSWER_ONLY, DEFAULT_ANSWER_DEADLINE, START_WAIT
 
 
 def recover(home: str, event: str, event_id: str, received_at: float, raw: bytes, header: bytes | None,
             busy: bool) -> tuple[bytes, str]:
     """Deliver an event the worker did not take; returns (what to print, the route it took)."""
+    if event in ANSWER_ONLY:  # nothing to keep; the next event that stores something starts the worker
+        return b"", "none"
     log = JsonLog(log_file(home), "hook")
     try:
         payload = parse_payload(raw)

@@ -8,9 +8,13 @@ every wait is bounded; Claude Code's own hook timeouts (hooks/hooks.json) are fa
 # An async hook (hooks.json) still running when a `claude -p` session ends gets SIGTERM (ignored by hooks/run) and
 # SIGKILL 1.5 s later: it spools well before that. A worker that answers late still stores it (once: its event id).
 ASYNC_DEADLINE = 1.0
+# PreToolUse runs before every tool call it matches and stores nothing: it waits little, and a worker that is not
+# there costs it nothing else (hook/fallback.py). PostToolUseFailure is waited for (its answer is the fix of a known
+# error); failures are rare.
 ANSWER_DEADLINE = {"SessionStart": 3.0, "UserPromptSubmit": 3.0, "PreCompact": 3.0, "SessionEnd": 0.5,
-                   "PostToolUse": ASYNC_DEADLINE, "PostToolUseFailure": ASYNC_DEADLINE, "Stop": ASYNC_DEADLINE,
-                   "SubagentStop": ASYNC_DEADLINE}
+                   "PreToolUse": 0.5, "PostToolUse": ASYNC_DEADLINE, "PostToolUseFailure": 1.5,
+                   "Stop": ASYNC_DEADLINE, "SubagentStop": ASYNC_DEADLINE}
+ANSWER_ONLY = ("PreToolUse",)  # events that store nothing: never spooled, never a reason to start a worker
 DEFAULT_ANSWER_DEADLINE = 1.5
 # Events worth waiting for a worker that is just starting (it answers ~0.3-1 s after a spawn).
 START_WAIT = {"SessionStart": 2.5, "UserPromptSubmit": 1.5}

@@ -34,6 +34,13 @@ class UserPromptSubmit(HookPayload):
     prompt: str
 
 
+class PreToolUse(HookPayload):
+    hook_event_name: Literal["PreToolUse"]
+    tool_name: str
+    tool_input: Any = None
+    tool_use_id: str | None = None
+
+
 class PostToolUse(HookPayload):
     hook_event_name: Literal["PostToolUse"]
     tool_name: str
@@ -83,10 +90,10 @@ class CwdChanged(HookPayload):
     new_cwd: str | None = None
 
 
-HookEvent = (SessionStart | UserPromptSubmit | PostToolUse | PostToolUseFailure | Stop | SessionEnd | SubagentStop
-             | PreCompact | CwdChanged)
-HANDLED_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd",
-                  "SubagentStop", "PreCompact", "CwdChanged")
+HookEvent = (SessionStart | UserPromptSubmit | PreToolUse | PostToolUse | PostToolUseFailure | Stop | SessionEnd
+             | SubagentStop | PreCompact | CwdChanged)
+HANDLED_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop",
+                  "SessionEnd", "SubagentStop", "PreCompact", "CwdChanged")
 _EVENT_ADAPTER = TypeAdapter(HookEvent)
 
 

@@ -187,7 +187,7 @@ def _brief_said_it(store: Store, decision: gate.Decision, candidate: gate.Candid
                for part in parts for sentence in sentences.split(part))
 
 
-def _brief_said(store: Store, shown: set[int]) -> str:
+def brief_said(store: Store, shown: set[int]) -> str:
     """What the SessionStart brief could have said in full of the memories it showed: each one's opening and its
     question's, as far as a brief line reaches (one read; the lines themselves are not rebuilt). What the brief cut
     may be said again."""
@@ -230,7 +230,7 @@ def warm_items(store: Store, decision: gate.Decision, project: str, session_id: 
     for found in answers:
         text = " ".join(found.item.text.split())
         if in_brief and briefed is None:
-            briefed = _brief_said(store, in_brief)
+            briefed = brief_said(store, in_brief)
         if text in said or (briefed and text.rstrip(".") in briefed):
             continue
         known.append(inject.Item(found.item.source_id, found.item.kind, found.item.created_at, knowledge.shown(found)))
