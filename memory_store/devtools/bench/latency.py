@@ -45,6 +45,8 @@ def payloads(project: str, session: str) -> dict[str, dict]:
         "UserPromptSubmit": {**common, "hook_event_name": "UserPromptSubmit", "prompt_id": "p",
                              "permission_mode": "default",
                              "prompt": "Why does the deploy script time out against the staging cluster?"},
+        "PreToolUse": {**common, "hook_event_name": "PreToolUse", "tool_name": "Edit", "tool_use_id": "t",
+                       "tool_input": {"file_path": f"{project}/deploy/staging.sh", "old_string": "30", "new_string": "60"}},
         "PostToolUse": {**common, "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "t",
                         "tool_input": {"command": "pytest -x tests/test_api.py", "description": "run tests"},
                         "tool_response": {"stdout": "5 passed in 0.31s", "stderr": "", "interrupted": False}},
@@ -91,7 +93,7 @@ def measure_hooks(root: Path, home: Path, project: str, runs: int, echo=print) -
     bare_argv = [python, "-I", "-S", "-c", "pass"]
     results: dict[str, list[float]] = {"bare python": []}
     rss: dict[str, list[int | None]] = {"bare python": []}  # None: not measured on this OS
-    for event in ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"):
+    for event in ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd"):
         results[event], rss[event] = [], []
     for i in range(runs):
         session = f"latency-{i}"

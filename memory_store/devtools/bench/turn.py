@@ -45,10 +45,12 @@ def async_events(root: Path) -> set[str]:
 
 
 def blocking_per_turn(root: Path, hooks_ms: dict) -> dict:
-    """Claude Code's wait on recall in one turn: the prompt hook, TOOL_CALLS tool hooks and Stop, less the async."""
+    """Claude Code's wait on recall in one turn: the prompt hook, TOOL_CALLS tool hooks (before and after each call)
+    and Stop, less the async."""
     background = async_events(root)
-    parts = {"UserPromptSubmit": 1, "PostToolUse": TOOL_CALLS, "Stop": 1}
-    waited = {event: count * hooks_ms[event]["p50"] for event, count in parts.items() if event not in background}
+    parts = {"UserPromptSubmit": 1, "PreToolUse": TOOL_CALLS, "PostToolUse": TOOL_CALLS, "Stop": 1}
+    waited = {event: count * hooks_ms[event]["p50"] for event, count in parts.items()
+              if event not in background and event in hooks_ms}
     total = round(sum(waited.values()), 1)
     prompt = hooks_ms["UserPromptSubmit"]["p50"]
     return {"tool_calls": TOOL_CALLS, "async": sorted(background), "blocking_ms": total,
