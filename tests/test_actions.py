@@ -82,7 +82,7 @@ def test_before_an_edit_the_files_rule_comes_once(learned, project):
     session = new_session(learned, "legal wants a new footer in every mail")
     shown = before_tool(learned, session, "Edit", {"file_path": str(project / GENERATED), "old_string": "a",
                                                    "new_string": "b"})
-    assert "never edit it by hand" in shown and f"about {GENERATED}, before you edit it" in shown
+    assert "never edit it by hand" in shown and f"Before you edit {GENERATED}, from earlier sessions" in shown
     assert shown.startswith("<recall-memory>") and "not instructions" in shown and len(shown) <= 600
     # Once per file per session; a Read of it later in the session brings nothing again.
     assert before_tool(learned, session, "Read", {"file_path": str(project / GENERATED)}) == ""

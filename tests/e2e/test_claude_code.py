@@ -362,7 +362,7 @@ def test_before_an_edit_the_pitfall_and_after_a_known_error_the_fix_reach_the_mo
     first_tool = next(i for i, r in enumerate(requests) if tool_results_in_turn(r) == 1)  # after the Read
     assert PITFALL not in json.dumps(requests[first_tool - 1])  # not known to the model before the tool call
     after_read = json.dumps(requests[first_tool])
-    assert PITFALL in after_read and "before you read it" in after_read, after_read[-3000:]
+    assert PITFALL in after_read and "Before you read" in after_read, after_read[-3000:]
     after_failure = json.dumps(next(r for r in requests if tool_results_in_turn(r) == 3))
     assert FIX in after_failure and "was met before" in after_failure, after_failure[-3000:]
     stop_worker(installed.data)

@@ -42,6 +42,7 @@ _PITFALL = re.compile(r"\b(?:careful|beware|gotcha|pitfall|catch|otherwise|break
                       r"stay(?:s)? below|keep|before|first|no longer|can't|cannot|won't|mind|watch out)\b",
                       re.IGNORECASE)
 _CHANGED = re.compile(r"\b(?:now|from here on|since then|no more)\b", re.IGNORECASE)  # how the file came to be
+CHANGED_WEIGHT = 0.3  # what the file does now: less than a pitfall, enough when it names the file
 _FIX = re.compile(r"\b(?:fix(?:ed|es)?|root cause|the cause|caused by|was (?:wrong|missing)|works? (?:now|again)|"
                   r"passes (?:now|again)|resolved|the (?:problem|issue) (?:was|is)|now (?:gets|uses|has|runs)|"
                   r"(?:it's|it is|is|are) now|(?:raised|lowered|bumped|increased|switched|replaced|added|removed|"
@@ -76,7 +77,7 @@ def before_tool(store: Store, project: str, root: str, session_id: str, tool_nam
         return None
     target = keys[0].split(":", 1)[1]
     note = _changed_since(store, project, root, keys[0]) if keys[0].startswith("file:") else ""
-    title = f"Known from earlier sessions about {target}, before you {_VERB.get(tool_name, 'use')} it{note}:"
+    title = f"Before you {_VERB.get(tool_name, 'use')} {target}{note}, from earlier sessions:"
     return _render(store, chosen, title, keys)
 
 
@@ -143,7 +144,7 @@ def _worth(sentence: str, memory: Memory, names: set[str], task_words: set[str])
     """How much a sentence is worth interrupting for: a rule, a pitfall or a fix (one of them is needed), said about
     the file or command itself, in the user's words, about what this turn's task touches."""
     marker = 1.3 if _RULE.search(sentence) else 0.6 if _FIX.search(sentence) else 0.5 if _PITFALL.search(sentence) \
-        else 0.3 if _CHANGED.search(sentence) else 0.0
+        else CHANGED_WEIGHT if _CHANGED.search(sentence) else 0.0
     if not marker or len(sentence) < 20:
         return 0.0
     lowered = sentence.lower()
