@@ -45,9 +45,10 @@ def earlier_session(demo, prompt, answer, tools=()):
 
 
 def before_tool(demo, session, tool, tool_input):
-    out = demo.recall.handle_event({"event_id": uuid.uuid4().hex, "received_at": demo.clock + 1, "payload": {
-        "session_id": session, "cwd": demo.path, "hook_event_name": "PreToolUse", "tool_name": tool,
-        "tool_input": tool_input, "tool_use_id": "toolu_" + uuid.uuid4().hex[:20], "transcript_path": None}})
+    """PreToolUse as Claude Code sends it (the captured payload, another tool and input)."""
+    payload = load_payload("PreToolUse-Bash", session_id=session, cwd=demo.path, tool_name=tool, tool_input=tool_input,
+                           tool_use_id="toolu_" + uuid.uuid4().hex[:20])
+    out = demo.recall.handle_event({"event_id": uuid.uuid4().hex, "received_at": demo.clock + 1, "payload": payload})
     return (out.get("hookSpecificOutput") or {}).get("additionalContext", "")
 
 
@@ -172,9 +173,8 @@ def test_the_hook_processes_print_one_object_or_nothing(hooks, home, project):
 
     send = hook_session(hooks, project)
     send("SessionStart-startup")
-    payload = load_payload("PostToolUse-Edit", session_id="s1", cwd=str(project))
-    payload.update(hook_event_name="PreToolUse")
-    payload.pop("tool_response", None)
+    payload = load_payload("PreToolUse-Read", session_id="s1", cwd=str(project),
+                           tool_input={"file_path": str(project / "src" / "app.py")})
     result = hooks.run("PreToolUse", payload)
     assert result.returncode == 0 and result.stdout.strip() == ""  # nothing known: nothing printed
     for raw in (b"", b"{", b'{"hook_event_name": "PreToolUse"}', b"\xff\xfe", b"[]"):
@@ -186,3 +186,20 @@ def test_the_hook_processes_print_one_object_or_nothing(hooks, home, project):
     assert away.returncode == 0 and away.stdout.strip() == ""
     assert not [p for p in (home / "spool").glob("*") if p.is_file()] if (home / "spool").exists() else True
     assert worker_health(home) is None
+
+
+def test_what_a_command_is_tied_to_keeps_no_secret(demo, home):
+    """A command's tie and the note that it was shown are stored: a secret in the command is redacted in both."""
+    from secrets_corpus import SECRETS
+
+    session = new_session(demo, "set the machines up")
+    for _, text, _ in SECRETS:
+        command = {"command": text, "description": "set up"}
+        before_tool(demo, session, "Bash", command)
+        demo.fire("PostToolUse-Bash", session, tool_input=command,
+                  tool_response={"stdout": "ok", "stderr": "", "interrupted": False})
+    store = demo.recall.store
+    stored_keys = " ".join(key for (key,) in store.db.all("SELECT key FROM ties"))
+    stored_keys += " ".join(key for (key,) in store.db.all("SELECT event_id FROM events"))
+    assert "cmd:vault login" in stored_keys  # tied, by what the command does
+    assert not [value for _, _, value in SECRETS if value in stored_keys]

@@ -55,6 +55,11 @@ def session_with_secrets(hooks, project, session="secret-session"):
              tool_response={"stdout": text, "stderr": "", "interrupted": False})
         send("PostToolUseFailure-Bash", prompt_id=f"p{i}", tool_input={"command": f"deploy --creds '{text}'"},
              error=f"Exit code 1\nrejected credentials: {text}")
+        # The secrets as the command itself: what a command is tied to, and the note that it was shown, are stored.
+        command = {"command": text, "description": kind}
+        send("PreToolUse-Bash", tool_input=command, tool_use_id=f"t{i}")
+        send("PostToolUse-Bash", prompt_id=f"p{i}", tool_input=command,
+             tool_response={"stdout": "ok", "stderr": "", "interrupted": False})
         send("PostToolUse-Edit", prompt_id=f"p{i}",
              tool_input={"file_path": str(project / "settings.py"), "old_string": "x = 1", "new_string": text},
              tool_response={"filePath": str(project / "settings.py"), "oldString": "x = 1", "newString": text,

@@ -237,6 +237,7 @@ def tool_ties(event: PostToolUse | PostToolUseFailure, files: list[str], output:
     inputs = event.tool_input if isinstance(event.tool_input, dict) else {}
     command = inputs.get("command")
     if isinstance(command, str):
+        command = clean(command)  # a key is stored: `vault login TOKEN` must not be
         found += [Tie(key=key) for key in tied.text_ties(f"`{command}` {command}", root) if key not in
                   {tie.key for tie in found}]  # its program, and the files it names
     found += [Tie(key=key) for key in tied.signature_keys(output)]

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from ...shared.redact import clean
 from ...shared.text import cap_readable
 from .. import sentences
 from ..capture import ties
@@ -82,13 +83,14 @@ def before_tool(store: Store, project: str, root: str, session_id: str, tool_nam
 
 
 def action_keys(tool_name: str, tool_input: object, root: str) -> list[str]:
-    """The ties a tool call is about: its file; for a command, its program and the script it runs."""
+    """The ties a tool call is about: its file; for a command, what it does (its program and the words up to its
+    first flag, redacted as capture redacts them: the key is written to the session's ledger)."""
     inputs = tool_input if isinstance(tool_input, dict) else {}
     if tool_name == "Bash":
         command = inputs.get("command")
         if not isinstance(command, str) or is_looking(command):
             return []
-        key = ties.command_key(command)  # by what it does: a script's other uses are not this one's
+        key = ties.command_key(clean(command))  # by what it does: a script's other uses are not this one's
         return [key] if key else []
     path = next((inputs[k] for k in ("file_path", "notebook_path", "path") if isinstance(inputs.get(k), str)), None)
     key = ties.file_key(path, root) if path else None
@@ -97,7 +99,7 @@ def action_keys(tool_name: str, tool_input: object, root: str) -> list[str]:
 
 def after_failure(store: Store, project: str, session_id: str, error: str, now: float) -> Shown | None:
     """PostToolUseFailure: the fix that followed this same error before (by its signature), or None."""
-    for key in ties.signature_keys(error):  # the most telling error line first: the same error, not one like it
+    for key in ties.signature_keys(clean(error)):  # the most telling error line first (redacted, as when stored)
         earlier = [memory_id for memory_id, _, at in store.tied_to(project, [key], TIED_READ) if at < now - 1]
         for failure in store.get(earlier):
             if failure.session_id == session_id:
