@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..storage import Store
 
 CANDIDATES = 40  # items read by their words, then ranked by meaning
+MAX_TERMS = 10  # words of a prompt the lookup matches on
 MIN_SIMILARITY = 0.5  # close enough in meaning to be about what the prompt asks …
 MIN_FITTING_SIMILARITY = 0.42  # … or this close and of the kind the question asks for
 MIN_SHARED_WORDS = 1  # and at least this many of the prompt's content words in its text, kind or purpose
@@ -99,7 +100,10 @@ def relevant(store: Store, project: str, prompt: str, vector: bytes | None, inte
 
 
 def content_terms(text: str) -> list[str]:
-    return [w for w in dict.fromkeys(words(text)) if w not in STOPWORDS and len(w) > 2]
+    """The words a lookup of knowledge matches on: content words, the longest (rarest, mostly) MAX_TERMS of them, so
+    that a long prompt's lookup stays one bounded full-text query however big the project."""
+    found = [w for w in dict.fromkeys(words(text)) if w not in STOPWORDS and len(w) > 2]
+    return sorted(found, key=len, reverse=True)[:MAX_TERMS]
 
 
 def _distinct(found: list[Found]) -> list[Found]:

@@ -24,6 +24,7 @@ from .contract import StoreContract
 
 KNOWLEDGE_COLUMNS = ("id, project, kind, subject, value, text, thing, file, context, source_id, session_id, created_at, "
                      "superseded_by")
+SUPERSEDE_TERMS = 10  # the longest words of a new fact its earlier versions are looked up by
 SUPERSEDE_LOOKUP = 12  # earlier items compared with a new statement of a value (the best matches of its words)
 FAILURE_LOOKBACK_SECONDS = 1800.0  # a command's failures this long before it worked are its procedure's notes
 MAX_NOTE_CHARS = 160
@@ -75,7 +76,8 @@ class KnowledgeItems(StoreContract):
             older = [r[0] for r in self.db.all(
                 "SELECT id FROM knowledge WHERE project = ? AND kind = 'fact' AND subject = ? AND id != ? "
                 "AND superseded_by IS NULL", (project, item.subject, new_id))]
-        terms = [w for w in dict.fromkeys(words(f"{item.text} {item.thing}")) if w not in STOPWORDS and len(w) > 2]
+        terms = sorted((w for w in dict.fromkeys(words(f"{item.text} {item.thing}")) if w not in STOPWORDS and len(w) > 2),
+                       key=len, reverse=True)[:SUPERSEDE_TERMS]  # one bounded query per new fact, at any size
         for other_id in self._knowledge_matches(project, terms, ["fact"], SUPERSEDE_LOOKUP):
             if other_id == new_id or other_id in older:
                 continue
