@@ -46,7 +46,7 @@ ASKS_HOW = re.compile(r"\b(?:how (?:do|should|can|would|are|is|does) (?:i|we|you
 @dataclass
 class Found:
     item: Knowledge
-    similarity: float  # the ranking score: meaning, words, recency (see the weights above)
+    score: float  # meaning, words, recency, stated (see the weights above)
     why: str
     replaced: list[Knowledge] = field(default_factory=list)
 
@@ -89,10 +89,10 @@ def relevant(store: Store, project: str, prompt: str, vector: bytes | None, inte
             why = f"{item.kind} #{item.id}: meaning {similarity:.2f}, score {score:.2f}" + (
                 f", the {item.kind} the question asks for" if fits else "")
             found.append(Found(item, score, why))
-    found = _distinct(sorted(found, key=lambda f: -f.similarity))
+    found = _distinct(sorted(found, key=lambda f: -f.score))
     if found:
-        best = found[0].similarity
-        found = [f for f in found if f.similarity >= best - RUNNER_UP_MARGIN][:MAX_SHOWN]
+        best = found[0].score
+        found = [f for f in found if f.score >= best - RUNNER_UP_MARGIN][:MAX_SHOWN]
         history = store.replaced([f.item.id for f in found if f.item.kind == "fact"])
         for f in found:
             f.replaced = history.get(f.item.id, [])[:MAX_REPLACED_SHOWN]
