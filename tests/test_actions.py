@@ -203,3 +203,22 @@ def test_what_a_command_is_tied_to_keeps_no_secret(demo, home):
     stored_keys += " ".join(key for (key,) in store.db.all("SELECT event_id FROM events"))
     assert "cmd:vault login" in stored_keys  # tied, by what the command does
     assert not [value for _, _, value in SECRETS if value in stored_keys]
+
+
+def test_a_read_only_command_after_a_failure_is_not_its_fix(demo):
+    """The rerun that passed is a rerun of the failed command, never any later command (`cat`, `ls`)."""
+    earlier_session(demo, "why does the lint fail", "The lint fails because eslint 9 dropped the old config format; "
+                    "fixed by moving .eslintrc.json to eslint.config.js.", tools=[
+                        ("PostToolUseFailure-Bash", {"tool_name": "Bash", "tool_input": {"command": "grep -c x y.txt"},
+                                                     "error": "Exit code 1\nError: ENOENT: no such file y.txt"}),
+                        ("PostToolUse-Bash", {"tool_input": {"command": "cat package.json"},
+                                              "tool_response": {"stdout": "{}", "stderr": "", "interrupted": False}})])
+    fix = failed(demo, new_session(demo, "lint again"), "grep -c x y.txt", "Exit code 1\nError: ENOENT: no such file y.txt")
+    assert "`cat package.json` passed" not in fix
+
+
+def test_a_command_behind_cd_is_still_what_it_does():
+    assert ties.command_key("cd web && pnpm test:e2e --watch") == "cmd:pnpm test:e2e"
+    from memory_store.core.knowledge.extract import is_looking
+
+    assert not is_looking("cd web && pnpm test:e2e") and is_looking("cd web && ls -la")

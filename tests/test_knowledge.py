@@ -225,3 +225,42 @@ def test_recall_facts_lists_current_facts_with_history(demo, project, home):
     assert row["replaced"][0]["value"] == "1024" and row["file"] == "serverless.yml"
     assert "no procedures yet" in run_cli("facts", "--kind", "procedure", "--project", str(project), "--home",
                                           str(home)).stdout
+
+
+def test_a_setting_of_another_file_is_another_setting(demo, recall, project):
+    edit_session(demo, "the api listens where?", f"{project}/services/api/config.yaml", "port: 8000", "port: 8080",
+                 "The API listens on 8080.")
+    demo.clock += DAY
+    edit_session(demo, "and the web app?", f"{project}/services/web/config.yaml", "port: 2000", "port: 3000",
+                 "Done.")
+    current = {item.file: item.value for item in items(recall, project, ["fact"]) if item.subject.endswith(":port")}
+    assert current == {"services/api/config.yaml": "8080", "services/web/config.yaml": "3000"}
+
+
+def test_a_setting_named_like_a_secret_is_no_fact():
+    found = extract.from_file_text("config/app.yaml", "PASSWORD_PROD: hunter22\ntoken_v2: abcd1234\n"
+                                   "smtp_password_2: x9\napiKeyProd: \"zz99\"\nport: 8080")
+    assert [item.value for item in found] == ["8080"]
+    assert [item.subject for item in extract.from_command("export DB_TOKEN=abc123 && export PORT=8080")
+            if item.kind == "fact"] == ["port"]
+
+
+def test_forgetting_a_prompt_takes_it_out_of_the_knowledge_index_too(demo, recall, project):
+    demo.session(("my divorce lawyer needs the export, what is the staging export bucket?",
+                  "The staging export bucket is now s3://acme-stg-exports since the account move."))
+    prompt = next(m for m in recall.select(project=str(project)) if m.kind == "prompt")
+    assert recall.store.db.all("SELECT rowid FROM knowledge_fts WHERE knowledge_fts MATCH 'divorce'")
+    recall.forget([prompt.id])
+    assert recall.store.db.all("SELECT rowid FROM knowledge_fts WHERE knowledge_fts MATCH 'divorce'") == []
+    assert recall.store.db.all("INSERT INTO knowledge_fts(knowledge_fts, rank) VALUES ('integrity-check', 1)") == []
+
+
+def test_vectors_of_another_model_are_not_compared(demo, recall, project):
+    """After `recall reindex` with a model of another size, knowledge vectors are made again; until then a lookup
+    leaves the old ones aside instead of failing."""
+    from memory_store.core.retrieval import intent, knowledge
+
+    demo.session(("which port does the api use now?", "The API listens on port 8080 now, behind the proxy."))
+    asked = "which port does the api use these days?"
+    odd = b"\x00" * 4 * 768  # a 768-dimension vector against 384-dimension ones
+    assert knowledge.relevant(recall.store, project_for(str(project)), asked, odd, intent.classify(asked)) == []

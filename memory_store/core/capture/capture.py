@@ -238,8 +238,8 @@ def tool_ties(event: PostToolUse | PostToolUseFailure, files: list[str], output:
     command = inputs.get("command")
     if isinstance(command, str):
         command = clean(command)  # a key is stored: `vault login TOKEN` must not be
-        found += [Tie(key=key) for key in tied.text_ties(f"`{command}` {command}", root) if key not in
-                  {tie.key for tie in found}]  # its program, and the files it names
+        keys = [tied.command_key(command)] + tied.text_ties(command, root)  # what it does (as PreToolUse looks it
+        found += [Tie(key=key) for key in dict.fromkeys(keys) if key and key not in {tie.key for tie in found}]  # up)
     found += [Tie(key=key) for key in tied.signature_keys(output)]
     return found
 
@@ -349,7 +349,8 @@ def exchange_memory(prompt: str | None, answer: str, cfg: CaptureConfig, project
     prompt is a memory of its own (and this one's indexed context); `meta["prompt"]` keeps a
     short copy so the exchange can be shown as question and answer."""
     limit = cfg.max_report_chars if report else cfg.max_answer_chars  # a subagent's report is kept whole (bounded)
-    text = finish(extractive_summary(clean(answer or ""), limit), limit)
+    said = clean(answer or "")  # redacted whole, before any cut: a secret cut in two would escape its pattern
+    text = finish(extractive_summary(said, limit), limit)
     if not text:
         return None
     meta = dict(meta or {})
@@ -357,7 +358,7 @@ def exchange_memory(prompt: str | None, answer: str, cfg: CaptureConfig, project
         meta["prompt"] = finish(prompt, PROMPT_PREVIEW_CHARS, keep_ends=True)
     # The whole answer teaches, not only its gist: a value said in passing is a fact the summary may leave out.
     learned = [item.model_copy(update={"context": finish(prompt or "", 300)})
-               for item in statement_knowledge(cap(answer or "", KNOWLEDGE_SOURCE_CHARS))]
+               for item in statement_knowledge(cap(said, KNOWLEDGE_SOURCE_CHARS))]
     return MemoryDraft(project=project, session_id=session_id, kind="exchange", text=text, created_at=at,
                        importance=importance("exchange", f"{prompt or ''} {text}"), meta=meta, knowledge=learned,
-                       ties=said_ties(clean(cap(answer or "", KNOWLEDGE_SOURCE_CHARS)), ""))
+                       ties=said_ties(cap(said, KNOWLEDGE_SOURCE_CHARS), ""))

@@ -15,7 +15,7 @@ import hashlib
 import os
 import re
 
-from ..knowledge.extract import is_looking, program_of
+from ..knowledge.extract import SETUP, is_looking, program_of
 from ..sentences import named_paths
 
 MAX_TIES = 24  # per memory
@@ -101,7 +101,6 @@ def error_key(normal_line: str) -> str:
     return "err:" + hashlib.sha1(normal_line.encode("utf-8")).hexdigest()[:20]
 
 
-SETUP = frozenset("cd pushd popd chmod chown mkdir touch export source . set unset cp mv ln".split())  # not what a line does
 COMMAND_WORDS = 3  # words after the program that name what a command does (`sbt runMain a.b.Job`)
 
 
@@ -110,7 +109,7 @@ def command_key(command: str) -> str | None:
     (`cd x && pnpm test:e2e --watch` → "cmd:pnpm test:e2e", `sbt "runMain a.b.Job --env x"` → "cmd:sbt runMain a.b.Job")."""
     for step in re.split(r"&&|\|\||;", command):
         step = step.split("|")[0].strip()
-        if not step or is_looking(step) or step.split()[0] in SETUP:
+        if not step or step.split()[0] in SETUP or is_looking(step):
             continue
         program = program_of(step)
         if not program:

@@ -29,6 +29,7 @@ from . import inject
 from .tiers import brief_said
 
 TIED_READ = 60  # tied memories read per lookup, the newest first
+FAILURES_READ = 5  # earlier failures of one signature whose fix is looked for, the newest first
 MAX_SENTENCES = 2
 MIN_WORTH = 1.2  # what a sentence must weigh to interrupt (see _worth)
 RECENCY_WEIGHT = 0.25  # the newest of the file's memories over the oldest: a later statement replaced an earlier
@@ -99,12 +100,15 @@ def action_keys(tool_name: str, tool_input: object, root: str) -> list[str]:
 
 def after_failure(store: Store, project: str, session_id: str, error: str, now: float) -> Shown | None:
     """PostToolUseFailure: the fix that followed this same error before (by its signature), or None."""
-    for key in ties.signature_keys(clean(error)):  # the most telling error line first (redacted, as when stored)
-        earlier = [memory_id for memory_id, _, at in store.tied_to(project, [key], TIED_READ) if at < now - 1]
-        for failure in store.get(earlier):
-            if failure.session_id == session_id:
-                continue  # this session knows its own attempts
-            fix = _fix_after(store, failure, error)
+    error = clean(error)
+    error_words = _content(" ".join(ties.error_lines(error)[:2]))
+    for key in ties.signature_keys(error):  # the most telling error line first (redacted, as when stored)
+        if store.has_event(shown_key(session_id, key)):
+            continue  # shown in this session already
+        earlier = [memory_id for memory_id, _, at in store.tied_to(project, [key], FAILURES_READ * 4) if at < now - 1]
+        others = [failure for failure in store.get(earlier) if failure.session_id != session_id]  # it knows its own
+        for failure in others[:FAILURES_READ]:
+            fix = _fix_after(store, failure, error_words)
             if fix:
                 stamp = failure.created_at.astimezone().strftime("%Y-%m-%d")
                 return _render(store, fix, f"This error was met before ({stamp}, session {failure.session_id[:8]}); "
@@ -177,11 +181,10 @@ def _content(text: str) -> set[str]:
 FIX_TURNS = 3  # the failure's turn and the follow-ups that may have settled it ("yes, do that" → the fix)
 
 
-def _fix_after(store: Store, failure: Memory, error: str) -> list[tuple[Memory, str, float]]:
+def _fix_after(store: Store, failure: Memory, error_words: set[str]) -> list[tuple[Memory, str, float]]:
     """What followed a failure in its session and settled it: the answers' sentences that tell the fix (a later
     answer weighs more: the first one often only explains the error), and the same command passing after it."""
     after = [m for m in store.timeline(failure.id, 0, 30) if m.created_at >= failure.created_at and m.id != failure.id]
-    error_words = _content(" ".join(ties.error_lines(error)[:2]))
     failed_command = failure.text.split("`", 2)[1] if failure.text.count("`") >= 2 else ""
     same_command = ties.command_key(failed_command)
     found: list[tuple[float, Memory, str]] = []
@@ -205,7 +208,7 @@ def _fix_after(store: Store, failure: Memory, error: str) -> list[tuple[Memory, 
                     found.append((worth, memory, passage))
         elif memory.kind == "tool" and memory.text.startswith("Bash `") and memory.text.count("`") >= 2:
             command = memory.text.split("`", 2)[1]
-            if same_command in _steps(command):
+            if same_command and same_command in _steps(command):
                 passed = passed or memory
             elif passed is None and not is_looking(command) and ties.command_key(command):
                 ran = memory  # the last thing done before it passed: the fix, most often

@@ -45,6 +45,9 @@ _TRAILING_COMMENT = re.compile(r"\s+(?://|#|--)\s*(?P<comment>.*)$")
 _LITERAL = re.compile(
     r"""^(?:-?\d[\w.,:+/-]*(?:\s*[*x]\s*\d+)*(?:\s*[A-Za-z%]{1,12})?|"[^"]*"|'[^']*'|`[^`]*`|true|false|yes|no|on|off|"""
     r"""null|none|nil|\{[^{}]*\}|\[[^\[\]]*\]|[A-Za-z][\w.\-/:@]*\d[\w.\-/:@]*|[a-z][\w.\-]*)$""", re.IGNORECASE)
+# A setting whose value is a secret whatever it looks like: never a fact (the redaction may not know its shape).
+_SECRET_NAME = re.compile(r"pass|pwd|secret|token|api[_-]?key|apikey|private[_-]?key|credential|auth|cookie|salt|"
+                          r"signing|session[_-]?key", re.IGNORECASE)
 _CODE_CONSTANT = re.compile(r"^[A-Z][A-Z0-9_]{2,}$")  # SHOUTING_CASE: a constant, in any language
 _ENV_COMMAND = re.compile(r"(?:^|[;&|]\s*|\bexport\s+)([A-Z][A-Z0-9_]{2,})=(\"[^\"]*\"|'[^']*'|[^\s;&|]+)")
 
@@ -73,8 +76,8 @@ _SETS = re.compile(
 _RULE = re.compile(r"(?<![\w-])(?:rule|from now on|house style|convention|policy|never|always|must(?:n't| not)?|"
                    r"not allowed|only ever|do not ever|don't ever)\b", re.IGNORECASE)
 # A value in words: a number with a digit (a version, a time, a size, an id), or a small count spelled out.
-_VALUE = re.compile(r"\b(?:[\w.:/-]*\d[\w.:/-]*|(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|"
-                    r"twenty|thirty|forty|fifty|hundred) [a-z]{3,})\b", re.IGNORECASE)
+_VALUE = re.compile(r"(?<![\w.:/-])(?:[\w.:/-]*\d[\w.:/-]*|(?:one|two|three|four|five|six|seven|eight|nine|ten|"
+                    r"eleven|twelve|fifteen|twenty|thirty|forty|fifty|hundred) [a-z]{3,})\b", re.IGNORECASE)
 _COMMAND_IN_TEXT = re.compile(r"`([^`\n]{3,160})`")
 _HOW_TO = re.compile(
     r"\b(?:run|use|start|boot|invoke|execute|call|type|do|needs?|requires?|first|before|then|from now on|"
@@ -168,7 +171,7 @@ def _assignment(line: str, path: str, config: bool) -> KnowledgeDraft | None:
     if not match:
         return None
     key, value = match.group("key"), match.group("value").strip().rstrip(",;").strip()
-    if not value or len(value) > MAX_VALUE_CHARS or not _LITERAL.match(value):
+    if not value or len(value) > MAX_VALUE_CHARS or not _LITERAL.match(value) or _SECRET_NAME.search(key):
         return None
     prop = match.group("op") in (":", "=>")  # `name: value`, `'name' => value`: a property of an object or array
     if prop and not config and not (_CODE_CONSTANT.match(key) or re.search(r"\d", value)):
@@ -223,10 +226,19 @@ def programs_in(command: str) -> set[str]:
     return {program_of(step).split(" ")[0] for step in re.split(r"&&|\|\||[;|]", command) if program_of(step)}
 
 
+SETUP = frozenset("cd pushd popd chmod chown mkdir touch export source . set unset cp mv ln".split())  # not what a line does
+
+
 def is_looking(command: str) -> bool:
-    """Does the command only look at things (ls, grep, git status, a read-only query)?"""
-    first = command.strip().split("|")[0].strip()
-    program = program_of(first)
+    """Does the command only look at things (ls, grep, git status, a read-only query)? Setup steps (`cd web && …`) are
+    not what a line does: its other steps decide."""
+    steps = [step.split("|")[0].strip() for step in re.split(r"&&|\|\||;", command)]
+    doing = [step for step in steps if step and step.split()[0] not in SETUP]
+    return all(_only_looks(step) for step in doing)
+
+
+def _only_looks(step: str) -> bool:
+    program = program_of(step)
     head = program.split(" ")[0] if program else ""
     return (not head or head in LOOKING or program.replace(" ", "-") in LOOKING
             or (head == "git" and program in ("git status", "git diff", "git log", "git show", "git blame", "git branch")))
@@ -237,6 +249,8 @@ def from_command(command: str, goal: str = "", notes: str = "") -> list[Knowledg
     how this goal is done here (a procedure; `goal`: what it was for, `notes`: the failures it came after)."""
     found: list[KnowledgeDraft] = []
     for key, value in _ENV_COMMAND.findall(command):
+        if _SECRET_NAME.search(key):
+            continue
         if " export " in f" {command} " or command.strip().startswith(key):
             found.append(KnowledgeDraft(kind="fact", subject=key.lower(), value=value.strip("'\""),
                                         thing=" ".join(filter(None, (key_words(key), thing_of(key_words(key), value)))),

@@ -61,7 +61,7 @@ def relevant(store: Store, project: str, prompt: str, vector: bytes | None, inte
         return []
     candidates = [(item, vec) for item, vec in store.knowledge_candidates(project, terms, ["fact", "procedure", "decision"],
                                                                           CANDIDATES)
-                  if vec is not None and item.source_id not in exclude_sources]
+                  if vec is not None and len(vec) == len(vector) and item.source_id not in exclude_sources]
     if not candidates:
         return []
     scores = similarities([vec for _, vec in candidates], [vector])[:, 0]

@@ -24,10 +24,12 @@ from .contract import StoreContract
 
 KNOWLEDGE_COLUMNS = ("id, project, kind, subject, value, text, thing, file, context, source_id, session_id, created_at, "
                      "superseded_by")
+MAX_CHAIN = 20  # steps walked along what replaced what
 SUPERSEDE_TERMS = 10  # the longest words of a new fact its earlier versions are looked up by
 SUPERSEDE_LOOKUP = 12  # earlier items compared with a new statement of a value (the best matches of its words)
 FAILURE_LOOKBACK_SECONDS = 1800.0  # a command's failures this long before it worked are its procedure's notes
 MAX_NOTE_CHARS = 160
+NOTE_OPENING = " (worked after: "  # a procedure's note: the failure it came after (capture's redacted error text)
 _FAILED_COMMAND = re.compile(r"^\w+ (?:failed|interrupted): `([^`]*)`")  # an error memory (capture.tool_failure)
 
 
@@ -81,9 +83,12 @@ class KnowledgeItems(StoreContract):
         for other_id in self._knowledge_matches(project, terms, ["fact"], SUPERSEDE_LOOKUP):
             if other_id == new_id or other_id in older:
                 continue
-            row = self.db.one("SELECT text, superseded_by FROM knowledge WHERE id = ?", (other_id,))
-            if row and row[1] is None and values.replaces(values.as_stated(item.text), row[0]):
+            row = self.db.one("SELECT text, superseded_by, file FROM knowledge WHERE id = ?", (other_id,))
+            if row is None or row[1] is not None or (item.file and row[2] and item.file != row[2]):
+                continue  # replaced already, or a setting of another file (`port` of the api and of the web app)
+            if values.replaces(values.as_stated(item.text), row[0]):
                 older.append(other_id)
+        values.forget_texts()
         return older + self._said_with(older, new_id)
 
     def _said_with(self, older: list[int], new_id: int) -> list[int]:
@@ -116,7 +121,7 @@ class KnowledgeItems(StoreContract):
         update: dict = {}
         if failed:
             note = " ".join(failed[0].split())[:MAX_NOTE_CHARS]
-            update["text"] = f"{item.text} (worked after: {note})"
+            update["text"] = f"{item.text}{NOTE_OPENING}{note})"
         if not item.context:
             asked = self.db.value("SELECT text FROM memories WHERE session_id = ? AND project = ? AND kind = 'prompt' "
                                   "AND created_at <= ? ORDER BY created_at DESC LIMIT 1",
@@ -157,7 +162,7 @@ class KnowledgeItems(StoreContract):
             chain: list[Knowledge] = []
             frontier = [item_id]
             seen = {item_id}
-            while frontier and len(chain) < 20:
+            while frontier and len(chain) < MAX_CHAIN:
                 rows = self.db.all(f"SELECT {KNOWLEDGE_COLUMNS} FROM knowledge WHERE superseded_by IN "
                                    f"({marks(frontier)})", frontier)
                 earlier = [knowledge_of(r) for r in rows if r[0] not in seen]
@@ -176,7 +181,7 @@ class KnowledgeItems(StoreContract):
         for source_id, newer_id in self.db.all(f"SELECT source_id, superseded_by FROM knowledge WHERE source_id IN "
                                                f"({marks(memory_ids)}) AND superseded_by IS NOT NULL", memory_ids):
             seen = {newer_id}
-            while True:
+            for _ in range(MAX_CHAIN):  # the newest of a chain, a few steps away in practice
                 row = self.db.one("SELECT superseded_by, source_id FROM knowledge WHERE id = ?", (newer_id,))
                 if row is None:
                     break
@@ -217,9 +222,13 @@ class KnowledgeItems(StoreContract):
     # --- forgetting and moving --------------------------------------------------------------------
 
     def _forget_knowledge_context(self, session_id: str, project: str) -> None:
-        """What a session's items were for (`context`) may quote a forgotten prompt: it goes too."""
+        """What a session's items were for (`context`) may quote a forgotten prompt, and a procedure's note a forgotten
+        error: both go."""
         self.db.run("UPDATE knowledge SET context = '' WHERE session_id = ? AND project = ? AND context != ''",
                     (session_id, project))
+        for item_id, text in self.db.all("SELECT id, text FROM knowledge WHERE session_id = ? AND project = ? AND "
+                                         "kind = 'procedure' AND text LIKE ?", (session_id, project, f"%{NOTE_OPENING}%")):
+            self.db.run("UPDATE knowledge SET text = ? WHERE id = ?", (text.split(NOTE_OPENING)[0], item_id))
 
     def _move_knowledge(self, ids: list[int], project: str) -> None:
         """Items follow the memories they came from into another project (storage/places.py)."""

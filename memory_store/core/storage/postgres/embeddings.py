@@ -59,6 +59,7 @@ class PgEmbeddings(PgState):
                              f"{model} cannot be stored there")
         with self.db.write():
             self.db.run(f"UPDATE memories SET embedding = NULL, embedding_model = NULL WHERE {self.db.dialect.mine}")
+            self.db.run(f"UPDATE knowledge SET embedding = NULL WHERE {self.db.dialect.mine}")
 
     def unembedded_ids(self, most: int) -> list[int]:
         return [memory_id for (memory_id,) in self.db.all(

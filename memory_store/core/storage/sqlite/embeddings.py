@@ -56,7 +56,7 @@ class SqliteEmbeddings(SqliteState):
         """Drop every vector and queue every memory for embedding with `model`."""
         with self.db.write():
             self._vector_index().create(model, dim)
-
+            self.db.run("UPDATE knowledge SET embedding = NULL")  # another model's vectors: made again
     def embedding_batch(self, size: int) -> list[tuple[int, str, float, str]]:
         """The next queued memories to embed: (id, project, created_at, text). Superseded memories are
         never searched, so they leave the queue instead."""

@@ -312,6 +312,11 @@ def m010_knowledge(conn: apsw.Connection) -> None:
             INSERT INTO knowledge_fts(knowledge_fts, rowid, text, thing, context)
             VALUES ('delete', old.id, old.text, old.thing, old.context);
         END;
+        CREATE TRIGGER knowledge_fts_update AFTER UPDATE OF text, thing, context ON knowledge BEGIN
+            INSERT INTO knowledge_fts(knowledge_fts, rowid, text, thing, context)
+            VALUES ('delete', old.id, old.text, old.thing, old.context);
+            INSERT INTO knowledge_fts(rowid, text, thing, context) VALUES (new.id, new.text, new.thing, new.context);
+        END;
         INSERT INTO knowledge_fts(knowledge_fts, rank) VALUES ('secure-delete', 0);
         """
     )
