@@ -34,6 +34,13 @@ def bash_session(demo, prompt, calls, answer):
     demo.recall.embed_pending()
 
 
+def edits_a_day_apart(demo, *edits):
+    """Edit sessions (prompt, path, old, new, answer), each a day after the one before."""
+    for n, edit in enumerate(edits):
+        demo.clock += DAY if n else 0
+        edit_session(demo, *edit)
+
+
 def items(recall, project, kinds=None):
     return recall.knowledge(project_for(str(project)), kinds)
 
@@ -94,11 +101,10 @@ def test_statements_give_facts_procedures_and_decisions():
 
 
 def test_a_newer_value_of_the_same_setting_replaces_the_older_one(demo, recall, project):
-    edit_session(demo, "uploads fail for big PDFs", f"{project}/app/settings.py", "MAX_UPLOAD_MB = 5",
-                 "MAX_UPLOAD_MB = 20", "Raised the upload limit to 20 MB.")
-    demo.clock += DAY
-    edit_session(demo, "storage costs exploded, tighten uploads", f"{project}/app/settings.py", "MAX_UPLOAD_MB = 20",
-                 "MAX_UPLOAD_MB = 12", "Lowered it; 12 MB covers 99% of PDFs.")
+    edits_a_day_apart(demo, ("uploads fail for big PDFs", f"{project}/app/settings.py", "MAX_UPLOAD_MB = 5",
+                             "MAX_UPLOAD_MB = 20", "Raised the upload limit to 20 MB."),
+                      ("storage costs exploded, tighten uploads", f"{project}/app/settings.py", "MAX_UPLOAD_MB = 20",
+                       "MAX_UPLOAD_MB = 12", "Lowered it; 12 MB covers 99% of PDFs."))
     current = [item for item in items(recall, project, ["fact"]) if item.subject.endswith(":max_upload_mb")]
     assert [item.value for item in current] == ["12"]
     assert [earlier.value for earlier in current[0].replaced] == ["20"]
@@ -213,11 +219,9 @@ def test_the_brief_does_not_show_one_exchange_twice(demo):
 
 
 def test_recall_facts_lists_current_facts_with_history(demo, project, home):
-    edit_session(demo, "slow cold starts", f"{project}/serverless.yml", "  memorySize: 512", "  memorySize: 1024",
-                 "Doubled the memory.")
-    demo.clock += DAY
-    edit_session(demo, "costs", f"{project}/serverless.yml", "  memorySize: 1024", "  memorySize: 768",
-                 "768 is enough.")
+    edits_a_day_apart(demo, ("slow cold starts", f"{project}/serverless.yml", "  memorySize: 512", "  memorySize: 1024",
+                             "Doubled the memory."),
+                      ("costs", f"{project}/serverless.yml", "  memorySize: 1024", "  memorySize: 768", "768 is enough."))
     out = run_cli("facts", "--project", str(project), "--home", str(home)).stdout
     assert "memorySize = 768" in out and "was: memorySize = 1024" in out
     rows = json.loads(run_cli("facts", "--project", str(project), "--home", str(home), "--json").stdout)
@@ -228,11 +232,9 @@ def test_recall_facts_lists_current_facts_with_history(demo, project, home):
 
 
 def test_a_setting_of_another_file_is_another_setting(demo, recall, project):
-    edit_session(demo, "the api listens where?", f"{project}/services/api/config.yaml", "port: 8000", "port: 8080",
-                 "The API listens on 8080.")
-    demo.clock += DAY
-    edit_session(demo, "and the web app?", f"{project}/services/web/config.yaml", "port: 2000", "port: 3000",
-                 "Done.")
+    edits_a_day_apart(demo, ("the api listens where?", f"{project}/services/api/config.yaml", "port: 8000",
+                             "port: 8080", "The API listens on 8080."),
+                      ("and the web app?", f"{project}/services/web/config.yaml", "port: 2000", "port: 3000", "Done."))
     current = {item.file: item.value for item in items(recall, project, ["fact"]) if item.subject.endswith(":port")}
     assert current == {"services/api/config.yaml": "8080", "services/web/config.yaml": "3000"}
 
