@@ -19,8 +19,8 @@ from ...shared.projects import GLOBAL_PROJECT
 from ...shared.text import age, cap, cap_readable
 from .. import sentences
 from ..capture.capture import INJECTION_TAG
+from ..knowledge import values
 from ..records import Hit, Memory, shown_text
-from ..retrieval import versions
 from ..retrieval.turns import Episode
 from ..retrieval.versions import outdated_note
 
@@ -65,11 +65,11 @@ def episode_item(episode: Episode, terms: set[str], limit: int, newer: Sequence[
     if not newer:
         text = episode.excerpt(terms, limit, wants)
         return Item(episode.anchor.id, kind_label(episode.anchor), episode.created_at, text)
-    full = versions.as_stated(episode.excerpt(terms, limit, wants))
+    full = values.as_stated(episode.excerpt(terms, limit, wants))
     current = []
     for update in newer:
         stamp = update.created_at.astimezone().strftime("%Y-%m-%d")
-        was = ", ".join(versions.changed(versions.stated(update), full)[:2])
+        was = ", ".join(values.changed(values.stated(update), full)[:2])
         summary = _saying(update, full, max(100, limit // 5))
         current.append(f"Current since {stamp} (#{update.id}): {summary}" + (f" (was {was})" if was else ""))
     room = max(80, limit - sum(len(c) + 1 for c in current) - 10)
@@ -79,7 +79,7 @@ def episode_item(episode: Episode, terms: set[str], limit: int, newer: Sequence[
         also states the old limit stays, under "Earlier:")."""
         if sentences.provides(sentence, wants) or sentences.overlap(terms, sentence) >= 0.5:
             return False
-        return any(versions.changed(versions.stated(update), versions.as_stated(sentence)) for update in newer)
+        return any(values.changed(values.stated(update), values.as_stated(sentence)) for update in newer)
 
     rest = episode.excerpt(terms, room, wants, drop=outdated)
     useful = bool(rest) and (" → " in rest or not rest.startswith("Q:"))  # more than the question's label
@@ -91,9 +91,9 @@ def episode_item(episode: Episode, terms: set[str], limit: int, newer: Sequence[
 def _saying(update: Memory, older: str, limit: int) -> str:
     """What a newer statement says about the values it changes in `older`: its first sentence that gives one (an
     answer about a larger change states a value in passing), else its densest sentences."""
-    stated = versions.stated(update)
-    values = versions.new_values(stated, older)
-    giving = [sentence for sentence in sentences.split(stated) if any(value in sentence for value in values)]
+    stated = values.stated(update)
+    given = values.new_values(stated, older)
+    giving = [sentence for sentence in sentences.split(stated) if any(value in sentence for value in given)]
     return cap_readable(giving[0], limit) if giving else sentences.summarize(update.text, limit)
 
 

@@ -16,19 +16,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..embedding.embed import similarities
-from ..knowledge.values import (  # noqa: F401  (the text side of versions, named here too for its callers)
+from ..knowledge.values import (
     STATEMENT_KINDS,
     _values,
     as_stated,
-    changed,
     changed_measures,
+    forget_texts,
     new_values,
     replaces,
     setting_names,
     stated,
     states_values,
-    subject,
-    values,
 )
 from ..records import Hit, Memory
 
@@ -59,8 +57,7 @@ def prefer_current(store: Store, decision: Any, found: Any, now: float) -> None:
             for memory in candidate.newer:
                 candidate.why += f"; #{memory.id} is newer and gives another value for the same subject"
     finally:
-        subject.cache_clear()
-        _values.cache_clear()
+        forget_texts()
 
 
 def _replaced_in_knowledge(store: Store, own_ids: set[int], shown: str, newer: list) -> list:
@@ -86,8 +83,7 @@ def newer_versions(store: Store, memories: list) -> dict[int, list]:
             if newer:
                 found[memory.id] = newer
     finally:
-        subject.cache_clear()
-        _values.cache_clear()
+        forget_texts()
     return found
 
 
