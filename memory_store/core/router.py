@@ -98,7 +98,7 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
     brief = moved_in_brief(store, event.session_id, ctx.project, ctx.at)
     decision = tiers.warm_recall(store, ctx.models, ctx.project, event.session_id, said.words, ctx.at)
     with stage("render"):
-        items = tiers.warm_items(store, decision, ctx.project, event.session_id)
+        items = tiers.warm_items(store, decision, ctx.project)
         budget = min(store.config.inject.budget_chars, inject.HARD_CAP - len(brief) - 1)  # both within the cap
         text, ids = inject.render_block(items, "Possibly relevant to this prompt:", budget,
                                         store.config.inject.max_item_chars, ctx.at)

@@ -168,6 +168,7 @@ def warm_recall(store: Store, models: Models, project: str, session_id: str, pro
     from_prompts = store.injected_ids(session_id, "UserPromptSubmit")
     in_brief = store.injected_ids(session_id) - from_prompts
     decision = gate.judge(store, models, prompt, project, session_id, now, exclude_ids=from_prompts)
+    decision.shown_by_prompts, decision.shown_by_brief = from_prompts, in_brief  # warm_items needs them too
     if in_brief:
         for candidate in decision.taken:
             if candidate.episode and candidate.episode.ids() & in_brief and _brief_said_it(store, decision, candidate):
@@ -213,15 +214,14 @@ def _item(store: Store, decision: gate.Decision, candidate: gate.Candidate) -> i
                                decision.intent.wants)
 
 
-def warm_items(store: Store, decision: gate.Decision, project: str, session_id: str | None = None) -> list[inject.Item]:
+def warm_items(store: Store, decision: gate.Decision, project: str) -> list[inject.Item]:
     """The facts, procedures and decisions that answer the prompt (retrieval/knowledge.py), then the taken candidates:
     each episode's answer to the prompt, as it stands against the project's code (code_paths.py). An item is left
     out when an episode shown with it already says it, or when this session was already shown it."""
     episodes = code_paths.checked_items(store, project, [_item(store, decision, c) for c in decision.taken])
     if not store.config.inject.knowledge:
         return episodes
-    seen = store.injected_ids(session_id, "UserPromptSubmit") if session_id else set()
-    in_brief = (store.injected_ids(session_id) - seen) if session_id else set()
+    seen, in_brief = decision.shown_by_prompts, decision.shown_by_brief
     said = " ".join(" ".join(item.text.split()) for item in episodes)
     briefed: str | None = None  # what the brief showed, read when an item may repeat it
     known = []

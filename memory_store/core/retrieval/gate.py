@@ -72,6 +72,9 @@ class Decision:
     ranked: list[tuple[int, float]] = field(default_factory=list)
     terms: set[str] = field(default_factory=set)  # the searched query's answer terms (ranking.answer_terms)
     vector: bytes | None = None  # the prompt's embedding, when it was searched by meaning
+    # What the session was already shown (injection/tiers.warm_recall): by earlier prompts, by the SessionStart brief
+    shown_by_prompts: set[int] = field(default_factory=set)
+    shown_by_brief: set[int] = field(default_factory=set)
 
     @property
     def taken(self) -> list[Candidate]:

@@ -10,6 +10,7 @@ Shown first, before the episodes, with what it replaced and when: "(was 22:00-07
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -52,7 +53,7 @@ class Found:
 
 
 def relevant(store: Store, project: str, prompt: str, vector: bytes | None, intent: Intent,
-             exclude_sources: set[int] = frozenset()) -> list[Found]:  # type: ignore[assignment]
+             exclude_sources: AbstractSet[int] = frozenset()) -> list[Found]:
     """The items that answer `prompt` (at most MAX_SHOWN, the best first), each with the values it replaced."""
     if intent.kind not in SEARCHING_INTENTS or vector is None:
         return []
