@@ -57,6 +57,29 @@ FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 # --- migrations -------------------------------------------------------------------------
 
 
+def external_fts(table: str, columns: tuple[str, ...]) -> str:
+    """An FTS5 index of these columns of `table` (an external-content index: the rows stay in the table), kept in
+    step by triggers on insert, delete and update of those columns."""
+    listed = ", ".join(columns)
+    new = ", ".join(f"new.{c}" for c in columns)
+    old = ", ".join(f"old.{c}" for c in columns)
+    fts = f"{table}_fts"
+    return f"""
+        CREATE VIRTUAL TABLE {fts} USING fts5(
+            {listed}, content='{table}', content_rowid='id', tokenize='{FTS_TOKENIZE}'
+        );
+        CREATE TRIGGER {fts}_insert AFTER INSERT ON {table} BEGIN
+            INSERT INTO {fts}(rowid, {listed}) VALUES (new.id, {new});
+        END;
+        CREATE TRIGGER {fts}_delete AFTER DELETE ON {table} BEGIN
+            INSERT INTO {fts}({fts}, rowid, {listed}) VALUES ('delete', old.id, {old});
+        END;
+        CREATE TRIGGER {fts}_update AFTER UPDATE OF {listed} ON {table} BEGIN
+            INSERT INTO {fts}({fts}, rowid, {listed}) VALUES ('delete', old.id, {old});
+            INSERT INTO {fts}(rowid, {listed}) VALUES (new.id, {new});
+        END;"""
+
+
 def m001_initial(conn: apsw.Connection) -> None:
     conn.execute(
         f"""
@@ -95,24 +118,7 @@ def m001_initial(conn: apsw.Connection) -> None:
         ) WITHOUT ROWID;
         CREATE INDEX events_memory ON events(memory_id);
 
-        CREATE VIRTUAL TABLE memories_fts USING fts5(
-            text, context_before, context_after, content='memories', content_rowid='id',
-            tokenize='{FTS_TOKENIZE}'
-        );
-        CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
-            INSERT INTO memories_fts(rowid, text, context_before, context_after)
-            VALUES (new.id, new.text, new.context_before, new.context_after);
-        END;
-        CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
-            INSERT INTO memories_fts(memories_fts, rowid, text, context_before, context_after)
-            VALUES ('delete', old.id, old.text, old.context_before, old.context_after);
-        END;
-        CREATE TRIGGER memories_fts_update AFTER UPDATE OF text, context_before, context_after ON memories BEGIN
-            INSERT INTO memories_fts(memories_fts, rowid, text, context_before, context_after)
-            VALUES ('delete', old.id, old.text, old.context_before, old.context_after);
-            INSERT INTO memories_fts(rowid, text, context_before, context_after)
-            VALUES (new.id, new.text, new.context_before, new.context_after);
-        END;
+        {external_fts("memories", ("text", "context_before", "context_after"))}
 
         -- Memories waiting for an embedding (filled by trigger, drained by the worker).
         CREATE TABLE embed_queue (memory_id INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE);
@@ -302,21 +308,7 @@ def m010_knowledge(conn: apsw.Connection) -> None:
         CREATE INDEX knowledge_source ON knowledge(source_id);
         CREATE INDEX knowledge_superseded ON knowledge(superseded_by);
         CREATE INDEX knowledge_unembedded ON knowledge(id) WHERE embedding IS NULL;
-        CREATE VIRTUAL TABLE knowledge_fts USING fts5(
-            text, thing, context, content='knowledge', content_rowid='id', tokenize='{FTS_TOKENIZE}'
-        );
-        CREATE TRIGGER knowledge_fts_insert AFTER INSERT ON knowledge BEGIN
-            INSERT INTO knowledge_fts(rowid, text, thing, context) VALUES (new.id, new.text, new.thing, new.context);
-        END;
-        CREATE TRIGGER knowledge_fts_delete AFTER DELETE ON knowledge BEGIN
-            INSERT INTO knowledge_fts(knowledge_fts, rowid, text, thing, context)
-            VALUES ('delete', old.id, old.text, old.thing, old.context);
-        END;
-        CREATE TRIGGER knowledge_fts_update AFTER UPDATE OF text, thing, context ON knowledge BEGIN
-            INSERT INTO knowledge_fts(knowledge_fts, rowid, text, thing, context)
-            VALUES ('delete', old.id, old.text, old.thing, old.context);
-            INSERT INTO knowledge_fts(rowid, text, thing, context) VALUES (new.id, new.text, new.thing, new.context);
-        END;
+        {external_fts("knowledge", ("text", "thing", "context"))}
         INSERT INTO knowledge_fts(knowledge_fts, rank) VALUES ('secure-delete', 0);
         """
     )
