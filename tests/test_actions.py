@@ -222,3 +222,22 @@ def test_a_command_behind_cd_is_still_what_it_does():
     from memory_store.core.knowledge.extract import is_looking
 
     assert not is_looking("cd web && pnpm test:e2e") and is_looking("cd web && ls -la")
+
+
+def test_ties_and_the_action_hooks_work_on_both_backends(backend, home, tmp_path):
+    from conftest import Project
+
+    from memory_store.api import open_recall
+
+    path = tmp_path / "projects" / "shop"
+    (path / ".git").mkdir(parents=True)
+    with open_recall(home) as recall:
+        demo = Project(recall, path, time.time())
+        (path / "src" / "email").mkdir(parents=True)
+        earlier_session(demo, "the subject is wrong, fix it", RULE_ANSWER)
+        earlier_session(demo, "boot the worker", f"The first boot failed. {BOOT_FIX}", tools=[
+            ("PostToolUseFailure-Bash", {"tool_name": "Bash", "tool_input": {"command": "pnpm start:worker"},
+                                         "error": BOOT_ERROR})])
+        session = new_session(demo, "new footer")
+        assert "never edit it by hand" in before_tool(demo, session, "Edit", {"file_path": str(path / GENERATED)})
+        assert "maxRetriesPerRequest: null" in failed(demo, session, "pnpm start:worker", BOOT_ERROR_AGAIN)
