@@ -17,25 +17,10 @@ else:  # a relative path, or Windows
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 try:
-    from memory_store.hook.client import main
+    from memory_store.hook.client import run_as_process
 except Exception as exc:  # a broken checkout must not break Claude Code either
     sys.stderr.write(f"recall: cannot load the hook client: {exc}\n")
     sys.exit(0)
 
 if __name__ == "__main__":
-    try:
-        main()
-    except BaseException as exc:  # noqa: BLE001 - last line of defence, exit 0 whatever happens
-        if not isinstance(exc, (SystemExit, KeyboardInterrupt)):
-            sys.stderr.write(f"recall: hook failed: {exc}\n")
-    # Everything is written (the client writes its log line with one write); skipping the
-    # interpreter's teardown saves ~1.5 ms per hook.
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    finally:
-        try:
-            from posix import _exit
-        except ImportError:  # Windows
-            from nt import _exit
-        _exit(0)
+    run_as_process()

@@ -66,11 +66,18 @@ def ensure_data_dir(home: str) -> None:
     ensure_private_dir(home)
 
 
-def fast_log(home: str, event: str, route: str, ms: float) -> None:
-    """The per-hook timing line (`recall stats` reads these), formatted without importing json, written with one
-    O_APPEND write (files.append_line does the rest: a missing directory, a log to rotate)."""
+def client_of(argv: list[str]) -> str:
+    """The agent a hook command names after the event (`hooks/run Stop codex`): Claude Code's plugin names none."""
+    return argv[1] if len(argv) > 1 and argv[1] in wire.CLIENTS else wire.CLAUDE_CODE
+
+
+def fast_log(home: str, event: str, route: str, ms: float, client: str = wire.CLAUDE_CODE) -> None:
+    """The per-hook timing line (`recall stats` reads these; `recall status` the last of another agent), formatted
+    without importing json, written with one O_APPEND write (files.append_line does the rest: a missing directory,
+    a log to rotate)."""
+    agent = "" if client == wire.CLAUDE_CODE else f',"client":"{safe_name(client)}"'
     line = (f'{{"ts":{time.time():.3f},"level":"info","component":"hook","event":"hook",'
-            f'"hook":"{safe_name(event)}","route":"{safe_name(route)}","ms":{ms:.2f}}}\n').encode("ascii")
+            f'"hook":"{safe_name(event)}","route":"{safe_name(route)}","ms":{ms:.2f}{agent}}}\n').encode("ascii")
     path = home + "/" + wire.LOGS_DIR + "/" + wire.LOG_NAME
     try:
         fd = _os.open(path, _os.O_WRONLY | _os.O_APPEND, wire.PRIVATE_FILE) if POSIX else -1
@@ -93,37 +100,38 @@ def fast_log(home: str, event: str, route: str, ms: float) -> None:
         rotate(path)
 
 
-def hook_header(event: str, event_id: str, received_at: float, size: int) -> bytes:
+def hook_header(event: str, event_id: str, received_at: float, size: int, client: str = wire.CLAUDE_CODE) -> bytes:
     # CLAUDE_PID (the Claude Code process of this session): the worker stays while that process lives.
     claude_pid = wire.getenv("CLAUDE_PID")
     session = f',"claude_pid":{int(claude_pid)}' if claude_pid.isdigit() and len(claude_pid) < 10 else ""
     database = wire.database_fingerprint(wire.getenv(wire.DATABASE_URL_ENV))  # the shared database this session names
+    agent = "" if client == wire.CLAUDE_CODE else f',"client":"{safe_name(client)}"'
     return (f'{{"v":{protocol.PROTOCOL_VERSION},"op":"hook","event":"{safe_name(event)}",'
             f'"event_id":"{event_id}","received_at":{received_at:.6f},"client_version":"{__version__}",'
-            f'"db":"{database}"{session},"body":{size}}}').encode("ascii")
+            f'"db":"{database}"{session}{agent},"body":{size}}}').encode("ascii")
 
 
-def run(event: str, raw: bytes, home: str) -> tuple[bytes, str]:
+def run(event: str, raw: bytes, home: str, client: str = wire.CLAUDE_CODE) -> tuple[bytes, str]:
     """Deliver one hook event; returns (what to print, the route it took)."""
     event_id = _os.urandom(16).hex()
     received_at = time.time()
-    header = hook_header(event, event_id, received_at, len(raw))
+    header = hook_header(event, event_id, received_at, len(raw), client)
     deadline = ANSWER_DEADLINE.get(event, DEFAULT_ANSWER_DEADLINE)
     try:
         answer, body = protocol.exchange(home, header, raw, deadline)
         if answer.startswith(protocol.OK_PREFIX):
             return body, "worker"
-        return _worker_refused(answer, event, event_id, received_at, raw, home)
+        return _worker_refused(answer, event, event_id, received_at, raw, home, client)
     except protocol.WorkerTimeout:
         busy = True  # alive but slow (e.g. a huge import): do not start another one
     except protocol.WorkerUnavailable:
         busy = False
     from .fallback import recover
 
-    return recover(home, event, event_id, received_at, raw, header, busy)
+    return recover(home, event, event_id, received_at, raw, header, busy, client)
 
 
-def _worker_refused(answer: bytes, event, event_id, received_at, raw, home) -> tuple[bytes, str]:
+def _worker_refused(answer: bytes, event, event_id, received_at, raw, home, client) -> tuple[bytes, str]:
     """The worker answered but did not store the event: rejected input is dropped (the worker
     logged why); any other error (e.g. a full disk) falls back to the spool."""
     from ..shared.payload import parse_payload
@@ -133,9 +141,9 @@ def _worker_refused(answer: bytes, event, event_id, received_at, raw, home) -> t
         return b"", "rejected"
     if answer.startswith(b'{"ok":false'):
         spool_event(home, event, event_id, received_at, parse_payload(raw),
-                    reason=answer[:300].decode("utf-8", "replace"))
+                    reason=answer[:300].decode("utf-8", "replace"), client=client)
         return b"", "spool"
-    return recover(home, event, event_id, received_at, raw, None, busy=False)
+    return recover(home, event, event_id, received_at, raw, None, busy=False, client=client)
 
 
 def paused(home: str, raw: bytes) -> tuple[str, float | None] | None:
@@ -212,6 +220,7 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
     start = time.perf_counter()
     argv = sys.argv[1:] if argv is None else argv
     event = safe_name(argv[0]) if argv else "unknown"
+    client = client_of(argv)
     if wire.disabled(wire.getenv(wire.DISABLE_ENV)):  # RECALL_DISABLE=1: not even a log line
         return 0
     _os.umask(0o077)
@@ -224,8 +233,8 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
         if pause_state:
             output, route = (paused_notice(*pause_state) if event == "SessionStart" else b""), "paused"
         else:
-            output, route = run(event, raw, home)
-        if event == "SessionStart":
+            output, route = run(event, raw, home, client)
+        if event == "SessionStart" and client == wire.CLAUDE_CODE:
             export_home(home)
     except Exception as exc:  # a hook never breaks Claude Code: log, print nothing (but the reason, once), exit 0
         try:
@@ -247,7 +256,23 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
         except (OSError, ValueError):
             pass
     try:
-        fast_log(home, event, route, (time.perf_counter() - start) * 1000)
+        fast_log(home, event, route, (time.perf_counter() - start) * 1000, client)
     except OSError:
         pass
     return 0
+
+
+def run_as_process() -> None:
+    """main() as a hook's whole process (hooks/hook.py, `python -m memory_store.hook`): whatever happens, exit 0."""
+    try:
+        main()
+    except BaseException as exc:  # noqa: BLE001 - last line of defence, exit 0 whatever happens
+        if not isinstance(exc, (SystemExit, KeyboardInterrupt)):
+            sys.stderr.write(f"recall: hook failed: {exc}\n")
+    # Everything is written (the client writes its log line with one write); skipping the
+    # interpreter's teardown saves ~1.5 ms per hook.
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        _os._exit(0)

@@ -16,12 +16,13 @@ from ..shared import protocol, spool
 from ..shared.logs import JsonLog
 from ..shared.paths import DataPaths, log_file
 from ..shared.payload import BadPayload, parse_payload
+from ..shared.wire import CLAUDE_CODE
 from . import notices, runtime, spawn
 from .timing import ANSWER_DEADLINE, ANSWER_ONLY, DEFAULT_ANSWER_DEADLINE, START_WAIT
 
 
 def recover(home: str, event: str, event_id: str, received_at: float, raw: bytes, header: bytes | None,
-            busy: bool) -> tuple[bytes, str]:
+            busy: bool, client: str = CLAUDE_CODE) -> tuple[bytes, str]:
     """Deliver an event the worker did not take; returns (what to print, the route it took)."""
     if event in ANSWER_ONLY:  # nothing to keep; the next event that stores something starts the worker
         return b"", "none"
@@ -34,7 +35,7 @@ def recover(home: str, event: str, event_id: str, received_at: float, raw: bytes
     paths = DataPaths(home)
     waits = header is not None and START_WAIT.get(event, 0.0) > 0
     if not waits:  # durable before anything slower (an async hook may be killed 1.5 s into a session's end)
-        spool_event(home, event, event_id, received_at, payload)
+        spool_event(home, event, event_id, received_at, payload, client=client)
     started, coming = ("busy", False) if busy else spawn.start_worker(paths, log)
     log.info("worker_unavailable", hook=event, action=started)
     if waits and coming and header is not None:
@@ -42,7 +43,7 @@ def recover(home: str, event: str, event_id: str, received_at: float, raw: bytes
         if answer is not None:
             return answer, "workerafterstart"
     if waits:
-        spool_event(home, event, event_id, received_at, payload)
+        spool_event(home, event, event_id, received_at, payload, client=client)
     runtime.remember_interpreter(paths)
     if event == "SessionStart":
         notice = notices.first_run_notice(paths, started)
@@ -75,11 +76,12 @@ def _answer_from_starting_worker(paths: DataPaths, event: str, header: bytes, ra
     return body if answer.startswith(protocol.OK_PREFIX) else None
 
 
-def spool_event(home: str, event: str, event_id: str, received_at: float, payload: dict, reason: str = "") -> None:
-    """Store the (parsed) event in the spool, redacted."""
+def spool_event(home: str, event: str, event_id: str, received_at: float, payload: dict, reason: str = "",
+                client: str = CLAUDE_CODE) -> None:
+    """Store the (parsed) event in the spool, redacted, with the agent it came from."""
     from ..shared.redact import clean_payload
 
-    spool.write(DataPaths(home).spool, {"event_id": event_id, "received_at": received_at,
+    spool.write(DataPaths(home).spool, {"event_id": event_id, "received_at": received_at, "client": client,
                                         "payload": clean_payload(payload)})
     if reason:
         JsonLog(log_file(home), "hook").warning("spooled", hook=event, reason=reason)

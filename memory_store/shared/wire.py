@@ -38,6 +38,13 @@ DATABASE_URL_ENV = "RECALL_DATABASE_URL"  # a shared database (database_url.py);
 DISABLE_ENV = "RECALL_DISABLE"  # RECALL_DISABLE=1: no capture, no injection for that process tree
 NOT_DISABLED = ("", "0", "false", "no", "off")
 
+# The coding agents whose hooks call recall. A hook command names its agent after the event (`hooks/run Stop codex`);
+# Claude Code's plugin names none. Each memory records the one it came from (core/router.py).
+CLAUDE_CODE = "claude-code"
+CODEX = "codex"
+CLIENTS = (CLAUDE_CODE, CODEX)
+CLIENT_NAMES = {CLAUDE_CODE: "Claude Code", CODEX: "Codex"}  # as the user reads them
+
 
 def getenv(name: str) -> str:
     """An environment variable as `os.environ` would give it ('' when unset)."""

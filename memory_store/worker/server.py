@@ -40,6 +40,7 @@ from ..shared.database_url import database_url
 from ..shared.logs import JsonLog
 from ..shared.paths import DataPaths, database_env_fingerprint
 from ..shared.payload import BadPayload, parse_payload
+from ..shared.wire import CLAUDE_CODE
 from ..version import __version__
 from . import embedding, transport
 from .sessions import OpenSessions
@@ -152,7 +153,7 @@ class Worker:
             self.refresh_config()
             self.ingest_spool()
         envelope = {"event_id": str(message.get("event_id") or ""), "received_at": message.get("received_at"),
-                    "payload": payload}
+                    "client": message.get("client") or CLAUDE_CODE, "payload": payload}
         try:
             output = self.recall.handle_event(envelope)
         except (BadPayload, BadEvent) as exc:
