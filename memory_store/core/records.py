@@ -6,9 +6,10 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from ..shared.text import mark_missing_files
+from ..shared.wire import CLAUDE_CODE
 
 MemoryKind = Literal["prompt", "exchange", "response", "tool", "error", "note"]
 Visibility = Literal["private", "team"]
@@ -92,6 +93,20 @@ class Memory(BaseModel):
     owner: str = ""  # who wrote it: the OS user of a local store, the database role of a shared one
     visibility: Visibility = "private"  # "team": shared on purpose with everyone on the same database
 
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented form
+    @property
+    def client(self) -> str:
+        """The agent whose session it came from (shared/wire.py CLIENTS); '' for a note kept by hand."""
+        return client_of(self.kind, self.meta)
+
+
+def client_of(kind: str, meta: dict[str, Any]) -> str:
+    """A memory's agent: recorded since recall served more than one; every earlier memory came from Claude Code."""
+    recorded = meta.get("client")
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    return "" if kind == "note" else CLAUDE_CODE
+
 
 class Hit(BaseModel):
     """One search result. `score` is comparable within one result list only; `similarity` is the
@@ -112,6 +127,12 @@ class Hit(BaseModel):
     visibility: Visibility = "private"
     outdated: str | None = None  # what a newer memory says instead, when it gives another value (versions.py)
     missing_files: list[str] = Field(default_factory=list)  # paths it names that are gone (code_paths.py)
+
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented form
+    @property
+    def client(self) -> str:
+        """The agent whose session it came from; '' for a note kept by hand."""
+        return client_of(self.kind, self.meta)
 
     def marked_text(self) -> str:
         """The text as every search surface shows it: an outdated value says so first, a file that is gone says

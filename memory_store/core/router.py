@@ -19,8 +19,9 @@ from pydantic import ValidationError
 
 from ..shared import spool
 from ..shared.projects import GLOBAL_PROJECT, locate
+from ..shared.wire import CLAUDE_CODE, CLIENTS
 from . import later
-from .capture import capture, preferences, transcripts, user_words
+from .capture import capture, preferences, tool_calls, transcripts, user_words
 from .capture.hook_events import (
     HANDLED_EVENTS,
     CwdChanged,
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from .capture.transcript_reader import LastTurn
     from .embedding.embed import Models
     from .records import Memory
+    from .storage.base import Recorded
 
 
 class BadEvent(ValueError):
@@ -65,6 +67,13 @@ class Context:
     project: str
     root: str  # the project's folder on this machine
     respond: bool  # someone waits for the hook's output (False when replaying the spool)
+    client: str = CLAUDE_CODE  # the agent whose hook sent it (shared/wire.py CLIENTS)
+
+    def keep(self, key: str, draft: MemoryDraft | None, at: float | None = None) -> Recorded:
+        """Record the event (or a part of it) under `key`, with what it teaches and the agent it came from."""
+        if draft is not None:
+            draft.meta["client"] = self.client
+        return self.store.record(key, draft, self.at if at is None else at)
 
 
 def on_session_start(ctx: Context, event: SessionStart) -> dict:
@@ -86,7 +95,7 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
         if answers:  # the prompt's embedding runs while it is redacted and stored (the worker began it: `prepare`)
             gate.prepare(store, ctx.models, said.words)
         draft = capture.prompt_memory(said.words, store.config.capture, ctx.project, event.session_id, ctx.at, meta)
-        recorded = store.record(ctx.event_id, draft, ctx.at)
+        recorded = ctx.keep(ctx.event_id, draft)
         if draft is not None:
             remember_if_standing(store, ctx, draft.text)
         if draft is None and event.prompt_id:  # a recall command or a private prompt: its answer is not kept either
@@ -187,20 +196,30 @@ def remember_if_standing(store: Store, ctx: Context, prompt: str) -> None:
     if rule:
         note = MemoryDraft(project=GLOBAL_PROJECT, kind="note", text=rule, created_at=ctx.at, importance=0.9,
                            meta={"source": "stated preference", "project": ctx.project})
-        store.record(f"{ctx.event_id}:global", note, ctx.at)
+        ctx.keep(f"{ctx.event_id}:global", note)
 
 
 def on_tool(ctx: Context, event: PostToolUse) -> dict:
-    draft = None if recovered(ctx, event) else capture.tool_observation(event, ctx.store.config.capture, ctx.project,
-                                                                        ctx.at, str(ctx.store.paths.home))
-    ctx.store.record(ctx.event_id, in_namespace(draft, event), ctx.at)
+    """A tool call, kept as an observation; another agent's patch as one per file it touched (tool_calls.py)."""
+    for n, call in enumerate(in_claude_terms(event)):
+        draft = None if recovered(ctx, call) else capture.tool_observation(call, ctx.store.config.capture, ctx.project,
+                                                                           ctx.at, str(ctx.store.paths.home))
+        ctx.keep(ctx.event_id if n == 0 else f"{ctx.event_id}:{n}", in_namespace(draft, call))
     return {}
+
+
+def in_claude_terms(event: PostToolUse) -> list[PostToolUse]:
+    """The event as Claude Code would have sent it: Codex's shell and apply_patch calls read as Bash, Edit, Write."""
+    calls = tool_calls.normalized(event.tool_name, event.tool_input, event.cwd)
+    if calls == [(event.tool_name, event.tool_input)]:
+        return [event]
+    return [event.model_copy(update={"tool_name": name, "tool_input": tool_input}) for name, tool_input in calls]
 
 
 def on_tool_failure(ctx: Context, event: PostToolUseFailure) -> dict:
     draft = None if recovered(ctx, event) else capture.tool_failure(event, ctx.store.config.capture, ctx.project,
                                                                     ctx.at)
-    ctx.store.record(ctx.event_id, in_namespace(draft, event), ctx.at)
+    ctx.keep(ctx.event_id, in_namespace(draft, event))
     if not ctx.respond or event.is_interrupt or not ctx.store.config.inject.on_failure:
         return {}
     with stage("failure"):
@@ -213,9 +232,9 @@ def on_pre_tool(ctx: Context, event: PreToolUse) -> dict:
     call itself is captured by PostToolUse."""
     if not ctx.respond or not ctx.store.config.inject.before_tools:
         return {}
+    tool_name, tool_input = tool_calls.normalized(event.tool_name, event.tool_input, event.cwd)[0]
     with stage("before_tool"):
-        shown = actions.before_tool(ctx.store, ctx.project, ctx.root, event.session_id, event.tool_name,
-                                    event.tool_input, ctx.at)
+        shown = actions.before_tool(ctx.store, ctx.project, ctx.root, event.session_id, tool_name, tool_input, ctx.at)
     return shown_at_action(ctx, event.session_id, "PreToolUse", shown)
 
 
@@ -253,7 +272,7 @@ def on_subagent_stop(ctx: Context, event: SubagentStop) -> dict:
     task = transcripts.first_prompt(event.agent_transcript_path)
     draft = capture.exchange_memory(task, event.last_assistant_message or "", ctx.store.config.capture, ctx.project,
                                     event.session_id, ctx.at, {"agent_type": event.agent_type}, report=True)
-    ctx.store.record(ctx.event_id, in_namespace(draft, event), ctx.at)
+    ctx.keep(ctx.event_id, in_namespace(draft, event))
     return {}
 
 
@@ -279,13 +298,14 @@ def on_stop(ctx: Context, event: Stop) -> dict:
     meta = {"prompt_id": event.prompt_id} if event.prompt_id else {}
     draft = capture.exchange_memory(prompt.text if prompt else None, event.last_assistant_message or "",
                                     store.config.capture, ctx.project, event.session_id, ctx.at, meta)
-    store.record(ctx.event_id, draft, ctx.at)
+    ctx.keep(ctx.event_id, draft)
     return {}  # additionalContext at Stop would start another model turn
 
 
 def on_session_end(ctx: Context, event: SessionEnd) -> dict:
     ctx.store.close_session(event.session_id, ctx.project, ctx.at, event.reason)
-    recover_last_turn(ctx, event)
+    if ctx.client == CLAUDE_CODE:  # Codex waits for its Stop and PostToolUse hooks (and writes another transcript)
+        recover_last_turn(ctx, event)
     ctx.store.record(ctx.event_id, None, ctx.at)
     return {}
 
@@ -314,11 +334,11 @@ def recover_last_turn(ctx: Context, event: SessionEnd) -> None:
         at = call["at"] or ctx.at
         draft = tool_memory(store.config.capture, str(store.paths.home), ctx.project, at, event.session_id, event.cwd,
                             call["name"], call["input"], call["id"], call["result"], call["error"])
-        store.record(key, from_transcript(draft), at)
+        ctx.keep(key, from_transcript(draft), at)
     if turn.answer and not store.answered(prompt) and not store.has_event(recovered_key(event.session_id, prompt.id)):
         draft = capture.exchange_memory(prompt.text, turn.answer, store.config.capture, ctx.project,
                                         event.session_id, ctx.at, meta)
-        store.record(recovered_key(event.session_id, prompt.id), from_transcript(draft), ctx.at)
+        ctx.keep(recovered_key(event.session_id, prompt.id), from_transcript(draft))
 
 
 def opened_by(turn: LastTurn, prompt: Memory, store: Store, project: str) -> bool:
@@ -375,6 +395,7 @@ def handle_event(store: Store, models: Models, envelope: dict, *, respond: bool 
     except ValidationError as exc:
         raise BadEvent(f"{payload.get('hook_event_name')} payload rejected: {exc.error_count()} error(s): "
                        + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])) from exc
+    client = str(envelope.get("client")) if envelope.get("client") in CLIENTS else CLAUDE_CODE
     received_at = envelope.get("received_at")
     at = float(received_at) if isinstance(received_at, (int, float)) and received_at > 0 else time.time()
     if store.has_event(event_id):
@@ -386,7 +407,7 @@ def handle_event(store: Store, models: Models, envelope: dict, *, respond: bool 
     store.note_project_path(project, root, at)
     if keeps_memories_from(store, event.agent_id):
         respond = False
-    return handler(Context(store, models, event_id, at, project, root, respond), event)
+    return handler(Context(store, models, event_id, at, project, root, respond, client), event)
 
 
 def keeps_memories_from(store: Store, agent_id: str | None) -> bool:

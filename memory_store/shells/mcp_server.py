@@ -49,8 +49,8 @@ def build_server(home: str | None = None, project: str | None = None):
 
     default_project = project or project_for(os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd())
     server = MCPServer("recall", version=__version__, instructions=(
-        "recall is the user's local memory of earlier Claude Code sessions. Search it when the user refers "
-        "to earlier work, asks why something was decided, or meets an error seen before: `search` first (a "
+        "recall is the user's local memory of earlier coding sessions (Claude Code, Codex). Search it when the user "
+        "refers to earlier work, asks why something was decided, or meets an error seen before: `search` first (a "
         "compact index), then `timeline` or `get_memories` for the few ids that matter."))
 
     def tool(function):

@@ -17,6 +17,7 @@ from datetime import datetime
 
 from ...shared.projects import GLOBAL_PROJECT
 from ...shared.text import age, cap, cap_readable
+from ...shared.wire import CLAUDE_CODE, CLIENT_NAMES
 from .. import sentences
 from ..capture.capture import INJECTION_TAG
 from ..knowledge import values
@@ -45,8 +46,10 @@ class Item:
 
 def kind_label(memory: Memory | Hit) -> str:
     """The kind as shown: a memory of the global scope says so (it comes from another project's session), and
-    a team memory names its author."""
+    a team memory names its author, another agent's memory that agent."""
     label = f"{memory.kind} · global" if memory.project == GLOBAL_PROJECT else memory.kind
+    if memory.client not in ("", CLAUDE_CODE):  # another agent's session: where the memory was learnt, and how
+        label += f" · from a {CLIENT_NAMES.get(memory.client, memory.client)} session"
     return f"{label} · team, by {memory.owner}" if memory.visibility == "team" and memory.owner else label
 
 
