@@ -24,14 +24,17 @@ LAYERS = {
     "memory_store.shared": {"memory_store.version"},
     "memory_store.hook": {"memory_store.version", "memory_store.shared"},
     "memory_store.core": {"memory_store.version", "memory_store.shared"},
-    "memory_store.api": {"memory_store.version", "memory_store.shared", "memory_store.core"},
+    # Other agents' configuration files (`recall install codex`): they know nothing of the store.
+    "memory_store.integrations": {"memory_store.version", "memory_store.shared"},
+    "memory_store.api": {"memory_store.version", "memory_store.shared", "memory_store.core",
+                         "memory_store.integrations"},
     "memory_store.worker": {"memory_store.version", "memory_store.shared", "memory_store.core", "memory_store.api"},
     # Dev tools (demo, hook runner, benchmarks) drive the product from outside; `recall demo` and
     # `recall bench` reach them from the CLI.
     "memory_store.devtools": {"memory_store.version", "memory_store.shared", "memory_store.core",
                               "memory_store.api", "memory_store.hook"},
     "memory_store.shells": {"memory_store.version", "memory_store.shared", "memory_store.core", "memory_store.api",
-                            "memory_store.hook", "memory_store.devtools"},
+                            "memory_store.hook", "memory_store.devtools", "memory_store.integrations"},
     # The package's public face: the version, and the API loaded lazily on first use.
     "memory_store": {"memory_store.version", "memory_store.api", "memory_store.core"},
 }

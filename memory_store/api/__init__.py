@@ -71,9 +71,25 @@ def status(home: str | os.PathLike | None = None) -> dict:
     """`recall status`: the worker, pauses, the data dir, what waits, config problems (core/diagnostics/status.py). Does not
     open the store: it works when the store is what is wrong."""
     from ..core.diagnostics.status import collect
+    from ..integrations import codex
 
     paths = DataPaths(home)
-    return collect(paths, load_config(paths.config))
+    return {**collect(paths, load_config(paths.config)), "codex": codex.status(None, paths.home)}
+
+
+def install_codex(codex_home: str | os.PathLike | None = None, *, remove: bool = False) -> dict:
+    """`recall install codex [--uninstall]`: recall's hooks (trusted) and MCP server in Codex's configuration, or
+    taken out again (integrations/codex.py). Raises CodexConfigError, changing nothing, when a file cannot be used."""
+    from ..integrations import codex
+
+    return (codex.uninstall(codex_home) if remove else codex.install(codex_home)).as_dict()
+
+
+def codex_status(codex_home: str | os.PathLike | None = None, home: str | os.PathLike | None = None) -> dict:
+    """Is recall installed in Codex, trusted, and when did a Codex hook last reach this data dir?"""
+    from ..integrations import codex
+
+    return codex.status(codex_home, DataPaths(home).home)
 
 
 def init_team(url: str, config: Config | None = None) -> dict:

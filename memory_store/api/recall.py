@@ -419,7 +419,7 @@ class Recall:
         return jobs.prune_trivial(self.store, time.time() if now is None else now)
 
     def diagnose(self) -> list[doctor.Check]:
-        return doctor.diagnose(self.store, self.models, worker_client.health(self.paths))
+        return doctor.diagnose(self.store, self.models, worker_client.health(self.paths)) + codex_checks(self.paths)
 
     def repair(self) -> list[str]:
         return jobs.repair(self.store)
@@ -437,3 +437,23 @@ class Recall:
             if data[key]:
                 data[key] = datetime.fromtimestamp(data[key], tz=timezone.utc).isoformat()
         return data
+
+
+def codex_checks(paths: DataPaths) -> list[doctor.Check]:
+    """Where Codex is set up to use recall: are its hooks all there and trusted, is its MCP server there, did a hook
+    reach this data dir lately? Nothing where recall is not installed in Codex."""
+    from ..integrations import codex
+
+    found = codex.status(None, paths.home)
+    if found["problem"]:
+        return [doctor.Check("codex", False, found["problem"])]
+    if not found["installed"]:
+        return []
+    whole = found["trusted"] == found["expected"] == found["hooks"] and found["mcp_server"]
+    last = found["last_hook_at"]
+    heard = "no Codex hook has reached this data dir yet" if last is None else \
+        f"a Codex hook last reached this data dir {time.strftime('%Y-%m-%d %H:%M', time.localtime(last))}"
+    return [doctor.Check("codex", whole, f"{found['trusted']}/{found['expected']} hooks trusted, MCP server "
+                                         f"{'there' if found['mcp_server'] else 'missing'} in {found['codex_home']}; "
+                                         + heard,
+                         "" if whole else "recall install codex (Codex skips hooks it does not trust)")]

@@ -1,4 +1,5 @@
-"""`recall import`: Claude Code transcripts (JSONL), and `recall export` files, into the store.
+"""`recall import`: Claude Code transcripts (JSONL), `recall export` files and Codex's session files
+(core/capture/codex_rollouts.py), into the store.
 
 An imported session yields the same memories live capture would have made (core/capture/transcript_reader.py), its
 subagents' work included, so importing a session recall already captured adds nothing new: the memories
@@ -22,6 +23,7 @@ from pydantic import ValidationError
 
 from ...shared.projects import locate
 from ..records import MemoryDraft
+from . import codex_rollouts
 from .transcript_reader import ImportReport, SessionReader, parse_time, read_entries, text_blocks
 
 if TYPE_CHECKING:
@@ -42,7 +44,7 @@ def find_transcripts(paths: list[Path]) -> list[Path]:
     for path in paths:
         path = path.expanduser()
         if path.is_dir():
-            found.extend(sorted(path.rglob("*.jsonl")))
+            found.extend(sorted([*path.rglob("*.jsonl"), *path.rglob("*" + codex_rollouts.ZST_SUFFIX)]))
         elif path.is_file():
             found.append(path)
     return list(dict.fromkeys(found))
@@ -129,6 +131,8 @@ def import_file(store: Store, path: Path, report: ImportReport, agents: Sequence
     events it held."""
     if is_recall_export(path):
         return import_export_file(store, path, report)
+    if codex_rollouts.is_rollout(path):
+        return codex_rollouts.import_rollout(store, path, report)
     reader = SessionReader(store.config.capture, str(store.paths.home), report)
     sessions: dict[str, tuple[str, float, float]] = {}
     places: set[tuple[str, str]] = set()
@@ -184,7 +188,7 @@ def import_paths(store: Store, paths: list[Path], progress: Callable[[Path], obj
                 entries_before, errors_before = report.entries, len(report.errors)
                 events = import_file(store, path, report, agents)
                 if report.entries == entries_before and len(report.errors) > errors_before:
-                    report.failed.append(f"{path}: not a Claude Code transcript nor a recall export "
+                    report.failed.append(f"{path}: not a Claude Code transcript, a Codex session nor a recall export "
                                          f"({len(report.errors) - errors_before} unreadable lines, none usable)")
                     del report.errors[errors_before:]
                 else:

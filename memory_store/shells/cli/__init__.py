@@ -11,7 +11,7 @@ import typer
 
 from ...core.storage import StorageUnavailable
 from ...version import __version__
-from . import bench, keeping, knowing, maintenance, reading, settings, team  # noqa: F401  (each registers its commands)
+from . import agents, bench, keeping, knowing, maintenance, reading, settings, team  # noqa: F401  (each registers its commands)
 from .app import app
 
 

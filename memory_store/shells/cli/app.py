@@ -30,9 +30,11 @@ bench_app = typer.Typer(help="Measure retrieval quality and hook latency.", no_a
 worker_app = typer.Typer(help="Control the background worker.", no_args_is_help=True, rich_markup_mode=None)
 team_app = typer.Typer(help="Set up a shared PostgreSQL for a team or several machines.", no_args_is_help=True,
                        rich_markup_mode=None)
+install_app = typer.Typer(help="Use recall from another coding agent.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(bench_app, name="bench")
 app.add_typer(worker_app, name="worker")
 app.add_typer(team_app, name="team")
+app.add_typer(install_app, name="install")
 
 HomeOption = Annotated[Path | None, typer.Option("--home", help="Data directory.", envvar=None)]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]

@@ -19,12 +19,14 @@ from .app import HomeOption, JsonOption, PluginDataOption, app, emit_json, open_
 
 @app.command("import")
 def import_command(
-    paths: Annotated[list[Path], typer.Argument(help="Transcript files or directories (e.g. ~/.claude/projects).")],
+    paths: Annotated[list[Path], typer.Argument(help="Transcript files or directories (e.g. ~/.claude/projects, "
+                                                     "~/.codex/sessions).")],
     embed: Annotated[bool, typer.Option("--embed/--no-embed", help="Embed the new memories now.")] = True,
     home: HomeOption = None,
     json_output: JsonOption = False,
 ):
-    """Import Claude Code transcripts (idempotent). Example: recall import ~/.claude/projects"""
+    """Import Claude Code transcripts and Codex sessions (idempotent). Example: recall import ~/.claude/projects
+    ~/.codex/sessions"""
     from ...core.capture.transcripts import find_transcripts
 
     missing = [p for p in paths if not p.expanduser().exists()]
@@ -33,7 +35,7 @@ def import_command(
     files = find_transcripts([p for p in paths if p not in missing])
     if not files:
         if not missing:
-            typer.echo(f"recall: no transcript (.jsonl) files in {', '.join(map(str, paths))}", err=True)
+            typer.echo(f"recall: no transcript (.jsonl, .jsonl.zst) files in {', '.join(map(str, paths))}", err=True)
         raise typer.Exit(1)
     with open_home(home) as recall:
         with typer.progressbar(length=len(files), label="Importing transcripts", file=sys.stderr) as bar:
@@ -59,7 +61,7 @@ def import_command(
                    f"{plural(report.new_memories, 'new memory', 'new memories')}, "
                    f"{plural(report.duplicates, 'duplicate')} merged, {embedded} embedded; "
                    f"{plural(report.subagents, 'subagent')} read into their namespaces, "
-                   f"{plural(report.not_the_users, 'line')} Claude Code wrote as the user's left out, "
+                   f"{plural(report.not_the_users, 'line')} the agent wrote as the user's left out, "
                    f"{plural(len(report.errors), 'unreadable line')}.")
         for problem in report.failed:
             typer.echo(f"  not imported: {problem}", err=True)
@@ -281,6 +283,13 @@ def status(home: HomeOption = None, json_output: JsonOption = False):
                                 else "unknown (no worker)"))
     problems = data["config_problems"]
     typer.echo("config     " + ("valid" if not problems else problems[0]))
+    codex = data["codex"]
+    if codex["installed"] or codex["problem"]:
+        heard = "no Codex hook yet" if codex["last_hook_at"] is None else \
+            f"last Codex hook {age_of(now - codex['last_hook_at'])} ago"
+        typer.echo("codex      " + (codex["problem"] or f"installed in {codex['codex_home']}: {codex['trusted']}/"
+                                    f"{codex['expected']} hooks trusted, MCP server "
+                                    f"{'there' if codex['mcp_server'] else 'missing'}; {heard}"))
     for problem in problems[1:]:
         typer.echo(f"           {problem}")
     if unreachable or not folder["writable"]:  # recall is not working: say so to scripts too

@@ -1,0 +1,348 @@
+"""recall in OpenAI's Codex CLI: its hooks and its MCP server in `$CODEX_HOME`, trusted, and taken out again.
+
+Codex reads hooks from `$CODEX_HOME/hooks.json` (the shape of Claude Code's) and runs a user's hook only when
+`config.toml` trusts it: a `[hooks.state."<hooks.json path>:<snake_event>:<group>:<handler>"]` table whose
+`trusted_hash` is the sha256 of the hook group's canonical JSON (codex-rs/hooks/src/engine/discovery.rs); `codex exec`
+skips the others without a word. `recall install codex` is the user's consent: it writes recall's groups (after the
+user's own), their trust entries and `[mcp_servers.recall]`, and nothing else. Running it again rewrites the same;
+`--uninstall` takes out what it wrote. recall's entries are known by their content (the launcher's command line, the
+hash of recall's own groups), never by position, so the user's own hooks and settings are never touched, and
+config.toml keeps its comments and layout (tomlkit).
+
+The hooks run recall's usual launcher (hooks/run of the plugin folder, else `python -m memory_store.hook` of the
+Python recall is installed in) with the event and `codex`, and talk to the same worker and data dir as Claude Code's.
+Codex waits for every hook (an async one dies with `codex exec`), so PostToolUse and Stop are synchronous here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+from tomlkit.exceptions import TOMLKitError
+
+from ..shared.files import atomic_write
+from ..shared.wire import CODEX, DATABASE_URL_ENV, DISABLE_ENV, LOG_NAME, LOGS_DIR
+
+CODEX_HOME_ENV = "CODEX_HOME"
+SERVER_NAME = "recall"
+# (event, matcher, timeout in seconds). Codex caps SessionEnd at 3 s and hashes the capped value: 3 is written.
+HOOKS: tuple[tuple[str, str | None, int], ...] = (
+    ("SessionStart", None, 10),
+    ("UserPromptSubmit", None, 15),
+    ("PreToolUse", "^(Bash|apply_patch|shell|exec_command|local_shell)$", 5),
+    ("PostToolUse", "*", 10),
+    ("Stop", None, 10),
+    ("SessionEnd", None, 3),
+)
+# Codex starts an MCP server with a few variables of its own only: these reach recall's as they reach its hooks.
+PASSED_TO_SERVER = ("RECALL_HOME", "RECALL_PYTHON", DATABASE_URL_ENV, DISABLE_ENV)
+_OURS = re.compile(r"(?:/hooks/run['\"]?|-m memory_store\.hook) \w+ " + CODEX + "$")
+_SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
+
+
+class CodexConfigError(RuntimeError):
+    """Codex's configuration cannot be read or written as it is: nothing was changed."""
+
+
+@dataclass
+class Launcher:
+    """How Codex starts recall: the hook command's first words, and the MCP server's command line."""
+
+    hook: list[str]
+    mcp: list[str]
+
+    def hook_command(self, event: str) -> str:
+        return " ".join(shlex.quote(part) for part in [*self.hook, event, CODEX])
+
+
+@dataclass
+class Change:
+    """What install or uninstall did, for the user to read."""
+
+    codex_home: str
+    hooks_file: str
+    config_file: str
+    hooks: list[str] = field(default_factory=list)  # events whose recall group was written (or taken out)
+    trusted: list[str] = field(default_factory=list)  # trust entries written (or taken out)
+    mcp_server: bool = False
+    removed_files: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return self.__dict__.copy()
+
+
+def codex_home(explicit: str | os.PathLike | None = None) -> Path:
+    """Codex's configuration folder: the argument, $CODEX_HOME, else ~/.codex."""
+    given = explicit or os.environ.get(CODEX_HOME_ENV) or "~/.codex"
+    return Path(os.path.abspath(os.path.expanduser(os.fspath(given))))
+
+
+def launcher() -> Launcher:
+    """The plugin folder's launchers when recall runs from one (a clone, Claude Code's plugin cache), else this
+    Python's modules (a pip install)."""
+    root = Path(__file__).resolve().parents[2]
+    run, cli = root / "hooks" / "run", root / "bin" / "recall"
+    if os.access(run, os.X_OK) and os.access(cli, os.X_OK):
+        return Launcher(hook=[str(run)], mcp=[str(cli), "mcp"])
+    return Launcher(hook=[sys.executable, "-I", "-m", "memory_store.hook"],
+                    mcp=[sys.executable, "-m", "memory_store.shells.entry", "mcp"])
+
+
+def snake_event(event: str) -> str:
+    return _SNAKE.sub("_", event).lower()
+
+
+def recall_group(event: str, matcher: str | None, timeout: int, launch: Launcher) -> dict:
+    group: dict[str, Any] = {"matcher": matcher} if matcher else {}
+    group["hooks"] = [{"type": "command", "command": launch.hook_command(event), "timeout": timeout}]
+    return group
+
+
+def trusted_hash(event: str, group: dict) -> str:
+    """Codex's trust identity of a one-handler command group: the sha256 of its normalized form as sorted, compact
+    JSON (the event in snake case, the matcher, the handler with its timeout and `async`)."""
+    handler = group["hooks"][0]
+    normal: dict[str, Any] = {"type": "command", "command": handler["command"],
+                              "timeout": max(1, int(handler.get("timeout") or 600)), "async": bool(handler.get("async"))}
+    if handler.get("statusMessage"):
+        normal["statusMessage"] = handler["statusMessage"]
+    identity: dict[str, Any] = {"event_name": snake_event(event), "hooks": [normal]}
+    if group.get("matcher") is not None:
+        identity["matcher"] = group["matcher"]
+    canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def trust_key(hooks_file: Path, event: str, group_index: int, handler_index: int = 0) -> str:
+    return f"{hooks_file}:{snake_event(event)}:{group_index}:{handler_index}"
+
+
+def is_recall_group(group: Any) -> bool:
+    """A group recall wrote: its every handler runs recall's launcher for Codex."""
+    handlers = group.get("hooks") if isinstance(group, dict) else None
+    return isinstance(handlers, list) and bool(handlers) and all(isinstance(h, dict) and isinstance(h.get("command"), str)
+                                  and _OURS.search(h["command"]) for h in handlers)
+
+
+def install(home: str | os.PathLike | None = None, launch: Launcher | None = None) -> Change:
+    """Write recall's hooks, their trust and its MCP server into Codex's configuration (idempotent)."""
+    launch = launch or launcher()
+    folder = codex_home(home)
+    hooks_path, config_path = folder / "hooks.json", folder / "config.toml"
+    hooks_doc = read_hooks(hooks_path)
+    user_text, _ = without_block(read_text(config_path))
+    user_config = parse_config(user_text, config_path)
+    change = Change(str(folder), str(hooks_path), str(config_path), mcp_server=True)
+    take_out_hooks(hooks_doc)
+    events = hooks_doc.setdefault("hooks", {})
+    trust: dict[str, str] = {}
+    for event, matcher, timeout in HOOKS:
+        group = recall_group(event, matcher, timeout, launch)
+        groups = events.setdefault(event, [])
+        groups.append(group)
+        trust[trust_key(hooks_path, event, len(groups) - 1)] = trusted_hash(event, group)
+        change.hooks.append(event)
+    change.trusted = list(trust)
+    check_room(user_config, trust, config_path)
+    text = with_block(user_text, recall_block(launch, trust))
+    parse_config(text, config_path)  # what Codex will read must parse: else nothing is written
+    folder.mkdir(parents=True, exist_ok=True)
+    write_file(config_path, text)
+    write_hooks(hooks_path, hooks_doc)
+    return change
+
+
+def uninstall(home: str | os.PathLike | None = None) -> Change:
+    """Take out exactly what install wrote; the user's own hooks and settings stay as they are."""
+    folder = codex_home(home)
+    hooks_path, config_path = folder / "hooks.json", folder / "config.toml"
+    change = Change(str(folder), str(hooks_path), str(config_path))
+    hooks_doc = read_hooks(hooks_path)
+    text, block = without_block(read_text(config_path))
+    if block:
+        parsed = parse_config(block, config_path)
+        change.trusted = list(parsed.get("hooks", {}).get("state", {}))
+        change.mcp_server = SERVER_NAME in parsed.get("mcp_servers", {})
+        if text.strip():
+            write_file(config_path, text)
+        else:  # install made it
+            config_path.unlink()
+            change.removed_files.append(str(config_path))
+    change.hooks = take_out_hooks(hooks_doc)
+    if change.hooks:
+        if hooks_doc.get("hooks") or set(hooks_doc) - {"hooks"}:
+            write_hooks(hooks_path, hooks_doc)
+        else:  # it held recall's hooks only: install made it
+            hooks_path.unlink()
+            change.removed_files.append(str(hooks_path))
+    return change
+
+
+# recall's lines in config.toml: one block at its end, between these two lines. Editing a parsed TOML and writing it
+# back moves blank lines about; a block is taken out byte for byte, and the user sees at a glance what is recall's.
+BLOCK_START = "# >>> recall: written by `recall install codex`; `recall install codex --uninstall` takes it out"
+BLOCK_END = "# <<< recall"
+
+
+def recall_block(launch: Launcher, trust: dict[str, str]) -> str:
+    lines = [BLOCK_START, f"[mcp_servers.{SERVER_NAME}]", f"command = {toml_string(launch.mcp[0])}",
+             "args = [" + ", ".join(toml_string(arg) for arg in launch.mcp[1:]) + "]",
+             "env_vars = [" + ", ".join(toml_string(name) for name in PASSED_TO_SERVER) + "]"]
+    for key, digest in trust.items():
+        lines += ["", f"[hooks.state.{toml_string(key)}]", f"trusted_hash = {toml_string(digest)}"]
+    return "\n".join([*lines, BLOCK_END]) + "\n"
+
+
+def toml_string(value: str) -> str:
+    return json.dumps(value)  # a JSON string is a TOML basic string (the same escapes)
+
+
+def with_block(text: str, block: str) -> str:
+    if not text:
+        return block
+    return text + ("" if text.endswith("\n") else "\n") + "\n" + block
+
+
+def without_block(text: str) -> tuple[str, str]:
+    """(the config without recall's block, the block) — ("", "") parts when there is none."""
+    start = text.find(BLOCK_START)
+    end = text.find(BLOCK_END + "\n", start) if start >= 0 else -1
+    if start < 0 or end < 0:
+        return text, ""
+    end += len(BLOCK_END) + 1
+    before = text[:start]
+    before = before[:-1] if before.endswith("\n\n") else before  # the blank line with_block put before it
+    return before + text[end:], text[start:end]
+
+
+def check_room(config: Any, trust: dict[str, str], config_path: Path) -> None:
+    """Refuse (changing nothing) when the user's own config.toml already sets what recall's block would."""
+    servers = config.get("mcp_servers")
+    if isinstance(servers, dict) and SERVER_NAME in servers:
+        raise CodexConfigError(f"{config_path} already has an MCP server named {SERVER_NAME!r}: rename or remove it, "
+                               "then run this again (nothing was changed)")
+    hooks_table = config.get("hooks")
+    state = hooks_table.get("state") if isinstance(hooks_table, dict) else None
+    taken = [key for key in trust if isinstance(state, dict) and key in state]
+    if taken:
+        raise CodexConfigError(f"{config_path} already has [hooks.state.\"{taken[0]}\"]: take it out (recall writes "
+                               "its own), then run this again (nothing was changed)")
+
+
+def take_out_hooks(hooks_doc: dict) -> list[str]:
+    """Remove recall's groups from a parsed hooks.json; returns the events that had one."""
+    events = hooks_doc.get("hooks")
+    if not isinstance(events, dict):
+        return []
+    removed: list[str] = []
+    for event in list(events):
+        groups = events[event]
+        if not isinstance(groups, list):
+            continue
+        kept = [g for g in groups if not is_recall_group(g)]
+        if len(kept) != len(groups):
+            removed.append(event)
+            if kept:
+                events[event] = kept
+            else:
+                del events[event]
+    return removed
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+    except (OSError, ValueError) as exc:
+        raise CodexConfigError(f"cannot read {path}: {exc} (nothing was changed)") from None
+
+
+def parse_config(text: str, path: Path) -> Any:
+    try:
+        return tomlkit.parse(text).unwrap()
+    except (TOMLKitError, ValueError) as exc:
+        raise CodexConfigError(f"{path} is not valid TOML ({exc}): nothing was changed") from None
+
+
+def read_hooks(path: Path) -> dict:
+    text = read_text(path)
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise CodexConfigError(f"{path} is not valid JSON ({exc}): nothing was changed") from None
+    if not isinstance(data, dict) or not isinstance(data.get("hooks", {}), dict):
+        raise CodexConfigError(f"{path} is not a hooks file ({{\"hooks\": {{...}}}}): nothing was changed")
+    return data
+
+
+def write_hooks(path: Path, doc: dict) -> None:
+    write_file(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+
+
+def write_file(path: Path, text: str) -> None:
+    """Replace a file whole (a reader never sees half of it), keeping its permissions."""
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
+    atomic_write(path, text)
+    os.chmod(path, mode)
+
+
+def status(home: str | os.PathLike | None = None, recall_home: str | os.PathLike | None = None) -> dict:
+    """Is recall installed in Codex (its hooks there and trusted, its MCP server), and when did a Codex hook last
+    reach recall (from the data dir's log)?"""
+    folder = codex_home(home)
+    hooks_path, config_path = folder / "hooks.json", folder / "config.toml"
+    found: dict[str, Any] = {"codex_home": str(folder), "installed": False, "hooks": 0, "trusted": 0,
+                             "expected": len(HOOKS), "mcp_server": False, "last_hook_at": None, "problem": None}
+    try:
+        hooks_doc, text = read_hooks(hooks_path), read_text(config_path)
+        config_doc, block = parse_config(text, config_path), parse_config(without_block(text)[1], config_path)
+    except CodexConfigError as exc:
+        found["problem"] = str(exc)
+        return found
+    hooks_table = config_doc.get("hooks")
+    state = hooks_table.get("state", {}) if isinstance(hooks_table, dict) else {}
+    events = hooks_doc.get("hooks", {})
+    for event in events:
+        for index, group in enumerate(events[event] if isinstance(events[event], list) else []):
+            if is_recall_group(group):
+                found["hooks"] += 1
+                entry = state.get(trust_key(hooks_path, event, index)) if isinstance(state, dict) else None
+                if isinstance(entry, dict) and entry.get("trusted_hash") == trusted_hash(event, group) \
+                        and entry.get("enabled", True) is not False:
+                    found["trusted"] += 1
+    found["mcp_server"] = SERVER_NAME in block.get("mcp_servers", {})
+    found["installed"] = found["hooks"] > 0
+    if recall_home is not None:
+        found["last_hook_at"] = last_hook_at(Path(recall_home) / LOGS_DIR / LOG_NAME)
+    return found
+
+
+def last_hook_at(log: Path, tail_bytes: int = 1 << 20) -> float | None:
+    """When a Codex hook last wrote its line to recall's log (the hook client marks it `"client":"codex"`)."""
+    marker = f'"client":"{CODEX}"'.encode()
+    for path in (log, log.with_name(log.name + ".1")):
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(max(0, handle.seek(0, os.SEEK_END) - tail_bytes))
+                lines = handle.read().splitlines()
+        except OSError:
+            continue
+        for line in reversed(lines):
+            if marker in line:
+                try:
+                    return float(json.loads(line)["ts"])
+                except (ValueError, KeyError, TypeError):
+                    continue
+    return None
