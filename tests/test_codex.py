@@ -1,6 +1,6 @@
-"""recall in OpenAI's Codex CLI, without the CLI (tests/e2e/test_codex_and_claude_code.py runs the real one): `recall install codex`
-on a user's files, Codex's own hook payloads (captured from codex 0.171.0) through the commands it installs, its tool
-calls in Claude Code's terms, and `recall import` of a Codex session file."""
+"""recall in OpenAI's Codex CLI, without the CLI (tests/e2e/test_codex_and_claude_code.py runs the real one):
+`recall install codex` on a user's files, Codex's own hook payloads (captured from codex 0.171.0) through the commands
+it installs, its tool calls in Claude Code's terms, and `recall import` of a Codex session file."""
 
 from __future__ import annotations
 
@@ -102,7 +102,55 @@ def test_a_hook_the_user_changed_is_no_longer_counted_trusted(codex_home):
     assert found["hooks"] == 6 and found["trusted"] == 5
 
 
-@pytest.mark.parametrize("problem", ["server", "toml", "json", "state"])
+def test_tables_codex_writes_into_recalls_block_and_the_users_own_hooks_keep_their_trust(codex_home):
+    """Codex adds the tables it writes (a project's trust, a hook the user trusts) at the end of config.toml, inside
+    recall's block: re-installing and uninstalling keep them, and a group of the user's after recall's keeps its
+    trust entry when recall's group goes (it moves up a place, its entry with it)."""
+    codex.install(codex_home)
+    hooks_file = codex_home / "hooks.json"
+    hooks = json.loads(hooks_file.read_text())
+    theirs = {"hooks": [{"type": "command", "command": "say done", "timeout": 5}]}
+    hooks["hooks"]["Stop"].append(theirs)  # after recall's: Stop is [user's, recall's, theirs]
+    hooks_file.write_text(json.dumps(hooks))
+    their_hash = codex.trusted_hash("Stop", theirs)
+    written_by_codex = (f'\n[projects."/home/dev/app"]\ntrust_level = "trusted"\n\n'
+                        f'[hooks.state."{codex_home}/hooks.json:stop:2:0"]\ntrusted_hash = "{their_hash}"\n')
+    config = codex_home / "config.toml"
+    text = config.read_text()
+    config.write_text(text.replace(codex.BLOCK_END, written_by_codex.strip("\n") + "\n" + codex.BLOCK_END))
+
+    codex.install(codex_home)
+    again = config.read_text()
+    assert 'trust_level = "trusted"' in again and f'stop:2:0"]\ntrusted_hash = "{their_hash}"' in again
+    assert json.loads(hooks_file.read_text())["hooks"]["Stop"][2] == theirs  # recall's replaced in place
+    codex.uninstall(codex_home)
+    left = config.read_text()
+    assert left.startswith(USERS_CONFIG) and codex.BLOCK_START not in left and "mcp_servers.recall" not in left
+    assert 'trust_level = "trusted"' in left
+    assert f'[hooks.state."{codex_home}/hooks.json:stop:1:0"]\ntrusted_hash = "{their_hash}"' in left  # moved up
+    assert json.loads(hooks_file.read_text())["hooks"]["Stop"] == [USERS_HOOKS["hooks"]["Stop"][0], theirs]
+
+
+def test_a_linked_codex_home_and_config_and_crlf_lines_are_kept(tmp_path):
+    real = tmp_path / "dotfiles" / "codex"
+    real.mkdir(parents=True)
+    (real / "my-config.toml").write_bytes(USERS_CONFIG.replace("\n", "\r\n").encode())
+    link = tmp_path / "dot-codex"
+    link.symlink_to(real)
+    (real / "config.toml").symlink_to(real / "my-config.toml")
+    done = codex.install(link)
+    # Codex resolves $CODEX_HOME: both spellings of hooks.json are trusted.
+    assert f"{link}/hooks.json:stop:0:0" in done.trusted and f"{real}/hooks.json:stop:0:0" in done.trusted
+    assert (real / "config.toml").is_symlink()
+    written = (real / "my-config.toml").read_bytes()
+    assert b"\r\n" + codex.BLOCK_START.encode() + b"\r\n" in written and written.count(b"\n") == written.count(b"\r\n")
+    assert codex.status(link)["trusted"] == 6
+    codex.uninstall(link)
+    assert (real / "my-config.toml").read_bytes() == USERS_CONFIG.replace("\n", "\r\n").encode()
+    assert (real / "config.toml").is_symlink()
+
+
+@pytest.mark.parametrize("problem", ["server", "toml", "json", "state", "not-a-list", "inline"])
 def test_files_recall_cannot_use_are_refused_and_left_as_they_are(codex_home, problem):
     config, hooks = codex_home / "config.toml", codex_home / "hooks.json"
     if problem == "server":
@@ -111,8 +159,12 @@ def test_files_recall_cannot_use_are_refused_and_left_as_they_are(codex_home, pr
         config.write_text(USERS_CONFIG + "\nmodel = [broken\n")
     elif problem == "json":
         hooks.write_text('{"hooks": [')
-    else:
+    elif problem == "state":
         config.write_text(USERS_CONFIG + f'\n[hooks.state."{codex_home}/hooks.json:session_start:0:0"]\nenabled = false\n')
+    elif problem == "not-a-list":
+        hooks.write_text('{"hooks": {"Stop": "notify-send done"}}')
+    else:
+        config.write_text('mcp_servers = { github = { command = "gh-mcp" } }\n')
     before = config.read_bytes(), hooks.read_bytes()
     result = recall_cli("install", "codex", "--codex-home", str(codex_home))
     assert result.returncode == 1 and "nothing was changed" in result.stderr, result.stderr
@@ -178,6 +230,10 @@ def test_codex_payloads_are_captured_as_codex_and_answered_in_its_form(tmp_path,
         outputs.append(hooks.send("PostToolUse-Bash", tool_name="apply_patch", tool_input={"command": patch},
                                   tool_response="Success. Updated the following files:\nM config/api.yaml\n", **common))
         outputs.append(hooks.send("Stop", last_assistant_message="The API now listens on 8443.", **common))
+        # A private turn: Codex sends turn_id (no prompt_id); neither the prompt nor its answer is kept.
+        private = {**common, "turn_id": "turn-private"}
+        outputs.append(hooks.send("UserPromptSubmit", prompt="<private>my PIN is 4417</private>", **private))
+        outputs.append(hooks.send("Stop", last_assistant_message="Your PIN 4417 is noted.", **private))
         outputs.append(hooks.send("SessionEnd", **common))
         for output in outputs:
             assert set(output) <= ACCEPTED and set(output.get("hookSpecificOutput", {})) <= SPECIFIC, output
@@ -187,6 +243,9 @@ def test_codex_payloads_are_captured_as_codex_and_answered_in_its_form(tmp_path,
             kept = recall.select(project="github.com/acme/widgets")
             assert {m.kind for m in kept} >= {"prompt", "tool", "exchange"}, [(m.kind, m.text) for m in kept]
             assert all(m.client == "codex" for m in kept)
+            assert not any("4417" in m.text or "4417" in str(m.meta) for m in kept)
+            answers = [m for m in kept if m.kind == "exchange"]
+            assert [m.meta.get("prompt") for m in answers] == ["From now on the API listens on port 8443, not 8080."]
             edits = [m for m in kept if m.text.startswith("Edit config/api.yaml")]
             assert edits and "`port: 8080` → `port: 8443`" in edits[0].text
             facts = recall.knowledge(project="github.com/acme/widgets", kinds=("fact",))
@@ -220,11 +279,11 @@ def test_a_codex_event_spooled_while_no_worker_runs_keeps_its_agent(tmp_path):
 
 
 def test_the_pip_installs_hook_entry_runs_without_the_plugin_folder(tmp_path):
-    """`python -I -m memory_store.hook EVENT codex`: what `recall install codex` registers for a pip install."""
+    """`python -E -m memory_store.hook EVENT codex`: what `recall install codex` registers for a pip install."""
     data = tmp_path / "data"
     payload = {**json.loads((CODEX_FIXTURES / "hook-Stop.json").read_text()), "cwd": str(tmp_path),
                "last_assistant_message": "Done: the nightly job runs at 02:00 UTC now."}
-    result = subprocess.run([sys.executable, "-I", "-m", "memory_store.hook", "Stop", "codex"],
+    result = subprocess.run([sys.executable, "-E", "-m", "memory_store.hook", "Stop", "codex"],
                             input=json.dumps(payload), capture_output=True, text=True, cwd=tmp_path,
                             env={"PATH": "/usr/bin:/bin", "RECALL_HOME": str(data)}, timeout=60)
     try:
@@ -249,12 +308,15 @@ def test_a_patch_reads_as_one_edit_or_write_per_file():
              "+pool: 10\n*** Add File: notes/todo.md\n+- ship it\n*** Delete File: old.txt\n*** End Patch")
     expected = [("MultiEdit", {"file_path": "/repo/app.yaml", "edits": [
                     {"old_string": "port: 8080", "new_string": "port: 9090"},
-                    {"old_string": "pool: 5", "new_string": "pool: 10"}]}),
+                    {"old_string": "keep\npool: 5", "new_string": "keep\npool: 10"}]}),  # context: in both
                 ("Write", {"file_path": "/repo/notes/todo.md", "content": "- ship it\n"})]
     assert normalized("apply_patch", patch, "/repo") == expected
     assert normalized("apply_patch", {"input": patch}, "/repo") == expected
     assert normalized("Bash", {"command": f"apply_patch <<'EOF'\n{patch}\nEOF\n"}, "/repo") == expected
     assert normalized("apply_patch", "not a patch") == [("apply_patch", "not a patch")]
+    moved = "*** Begin Patch\n*** Update File: a.py\n*** Move to: b.py\n@@\n-x = 1\n+x = 2\n*** End Patch"
+    assert normalized("apply_patch", moved, "/repo") == [
+        ("MultiEdit", {"file_path": "/repo/b.py", "edits": [{"old_string": "x = 1", "new_string": "x = 2"}]})]
 
 
 # --- `recall import` of Codex session files -------------------------------------------------------------------
@@ -285,6 +347,41 @@ def test_a_codex_session_file_imports_the_users_words_its_tools_and_answers_once
         assert all(m.session_id == "01a22178-3e64-72c1-9684-2f2795d248f2" for m in kept)
     finally:
         recall.close()
+
+
+def rollout_lines(*items: dict, done: bool = True) -> str:
+    meta = {"timestamp": "2026-11-28T09:00:00.000Z", "type": "session_meta",
+            "payload": {"id": "s-private", "cwd": "/home/dev/app"}}
+    started = {"timestamp": "2026-11-28T09:00:00.500Z", "type": "event_msg", "payload": {"type": "task_started"}}
+    lines = [meta, started] + [{"timestamp": f"2026-11-28T09:00:{n + 1:02d}.000Z", "type": "response_item", "payload": item}
+                      for n, item in enumerate(items)]
+    if done:
+        lines.append({"timestamp": "2026-11-28T09:01:00.000Z", "type": "event_msg", "payload": {"type": "task_complete"}})
+    return "\n".join(json.dumps(line) for line in lines) + "\n"
+
+
+def said(role: str, text: str) -> dict:
+    kind = "input_text" if role == "user" else "output_text"
+    return {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
+
+
+def test_a_private_turn_keeps_neither_its_prompt_nor_its_answer_and_a_running_turn_waits(tmp_path):
+    session = tmp_path / "rollout-2026-11-28T09-00-00-s-private.jsonl"
+    session.write_text(rollout_lines(said("user", "How do we deploy?"), said("assistant", "With make ship."),
+                                     said("user", "<private>my PIN is 4417</private>"),
+                                     said("assistant", "Your PIN 4417 is noted."),
+                                     said("user", "<div> renders twice, why?"),
+                                     said("assistant", "Let me look first."), done=False))
+    data = tmp_path / "data"
+    import_into(data, session)
+    recall = stored(data)
+    try:
+        kept = {(m.kind, m.text) for m in recall.select()}
+    finally:
+        recall.close()
+    assert ("exchange", "With make ship.") in kept and ("prompt", "<div> renders twice, why?") in kept
+    assert not any("4417" in text for _, text in kept), kept  # nor paired with the turn before
+    assert not any("Let me look first" in text for _, text in kept)  # the last turn has not ended: no answer yet
 
 
 def test_a_compressed_codex_session_file_imports_the_same(tmp_path):

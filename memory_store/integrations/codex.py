@@ -93,7 +93,8 @@ def launcher() -> Launcher:
     run, cli = root / "hooks" / "run", root / "bin" / "recall"
     if os.access(run, os.X_OK) and os.access(cli, os.X_OK):
         return Launcher(hook=[str(run)], mcp=[str(cli), "mcp"])
-    return Launcher(hook=[sys.executable, "-I", "-m", "memory_store.hook"],
+    # -E, not -I: a `pip install --user` lives in the user's site-packages, which -I leaves out.
+    return Launcher(hook=[sys.executable, "-E", "-m", "memory_store.hook"],
                     mcp=[sys.executable, "-m", "memory_store.shells.entry", "mcp"])
 
 
@@ -122,39 +123,68 @@ def trusted_hash(event: str, group: dict) -> str:
     return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def trust_key(hooks_file: Path, event: str, group_index: int, handler_index: int = 0) -> str:
+def trust_key(hooks_file: Path | str, event: str, group_index: int, handler_index: int = 0) -> str:
     return f"{hooks_file}:{snake_event(event)}:{group_index}:{handler_index}"
+
+
+def hooks_file_names(folder: Path) -> list[str]:
+    """How Codex may name hooks.json in a trust key: by the folder as given, or with its links resolved (Codex resolves
+    $CODEX_HOME). recall trusts its hooks under both spellings."""
+    return list(dict.fromkeys([str(folder / "hooks.json"), str(Path(os.path.realpath(folder)) / "hooks.json")]))
 
 
 def is_recall_group(group: Any) -> bool:
     """A group recall wrote: its every handler runs recall's launcher for Codex."""
     handlers = group.get("hooks") if isinstance(group, dict) else None
-    return isinstance(handlers, list) and bool(handlers) and all(isinstance(h, dict) and isinstance(h.get("command"), str)
-                                  and _OURS.search(h["command"]) for h in handlers)
+    return isinstance(handlers, list) and bool(handlers) and all(
+        isinstance(h, dict) and isinstance(h.get("command"), str) and _OURS.search(h["command"]) for h in handlers)
+
+
+def recall_hashes(hooks_doc: dict) -> set[str]:
+    """The trust hashes of the recall groups a hooks.json holds."""
+    events = hooks_doc.get("hooks")
+    return {trusted_hash(event, group) for event, groups in (events.items() if isinstance(events, dict) else ())
+            if isinstance(groups, list) for group in groups if is_recall_group(group) and len(group["hooks"]) == 1}
 
 
 def install(home: str | os.PathLike | None = None, launch: Launcher | None = None) -> Change:
-    """Write recall's hooks, their trust and its MCP server into Codex's configuration (idempotent)."""
+    """Write recall's hooks, their trust and its MCP server into Codex's configuration (idempotent). A recall group
+    already there is replaced where it stands: the user's groups keep their places, and so their trust."""
     launch = launch or launcher()
     folder = codex_home(home)
     hooks_path, config_path = folder / "hooks.json", folder / "config.toml"
-    hooks_doc = read_hooks(hooks_path)
-    user_text, _ = without_block(read_text(config_path))
+    hooks_doc, names = read_hooks(hooks_path), hooks_file_names(folder)
+    events = hooks_doc.setdefault("hooks", {})
+    planned = {event: recall_group(event, matcher, timeout, launch) for event, matcher, timeout in HOOKS}
+    user_text, _, _ = strip_recall(read_text(config_path), names,
+                                   recall_hashes(hooks_doc) | {trusted_hash(e, g) for e, g in planned.items()})
     user_config = parse_config(user_text, config_path)
     change = Change(str(folder), str(hooks_path), str(config_path), mcp_server=True)
-    take_out_hooks(hooks_doc)
-    events = hooks_doc.setdefault("hooks", {})
     trust: dict[str, str] = {}
-    for event, matcher, timeout in HOOKS:
-        group = recall_group(event, matcher, timeout, launch)
+    for event, group in planned.items():
         groups = events.setdefault(event, [])
-        groups.append(group)
-        trust[trust_key(hooks_path, event, len(groups) - 1)] = trusted_hash(event, group)
+        if not isinstance(groups, list):
+            raise CodexConfigError(f"{hooks_path}: hooks.{event} is not a list of groups (nothing was changed)")
+        places = [i for i, g in enumerate(groups) if is_recall_group(g)]
+        if places:
+            groups[places[0]] = group
+            for extra in reversed(places[1:]):  # a copy made by hand would run recall twice
+                del groups[extra]
+        else:
+            groups.append(group)
+        index = places[0] if places else len(groups) - 1
+        trust.update({trust_key(name, event, index): trusted_hash(event, group) for name in names})
         change.hooks.append(event)
     change.trusted = list(trust)
     check_room(user_config, trust, config_path)
-    text = with_block(user_text, recall_block(launch, trust))
-    parse_config(text, config_path)  # what Codex will read must parse: else nothing is written
+    newline = "\r\n" if "\r\n" in user_text else "\n"
+    text = with_block(user_text, recall_block(launch, trust).replace("\n", newline), newline)
+    try:
+        parse_config(text, config_path)  # what Codex will read must parse: else nothing is written
+    except CodexConfigError:
+        raise CodexConfigError(f"{config_path} cannot take recall's tables: it writes `mcp_servers` or `hooks` as an "
+                               "inline table (`x = {{...}}`); write it as [x] tables, then run this again (nothing was "
+                               "changed)") from None
     folder.mkdir(parents=True, exist_ok=True)
     write_file(config_path, text)
     write_hooks(hooks_path, hooks_doc)
@@ -162,22 +192,22 @@ def install(home: str | os.PathLike | None = None, launch: Launcher | None = Non
 
 
 def uninstall(home: str | os.PathLike | None = None) -> Change:
-    """Take out exactly what install wrote; the user's own hooks and settings stay as they are."""
+    """Take out exactly what install wrote; the user's own hooks and settings stay as they are (a group of the user's
+    after recall's moves up a place, and its trust entry with it)."""
     folder = codex_home(home)
     hooks_path, config_path = folder / "hooks.json", folder / "config.toml"
     change = Change(str(folder), str(hooks_path), str(config_path))
-    hooks_doc = read_hooks(hooks_path)
-    text, block = without_block(read_text(config_path))
-    if block:
-        parsed = parse_config(block, config_path)
-        change.trusted = list(parsed.get("hooks", {}).get("state", {}))
-        change.mcp_server = SERVER_NAME in parsed.get("mcp_servers", {})
+    hooks_doc, names = read_hooks(hooks_path), hooks_file_names(folder)
+    original = read_text(config_path)
+    text, change.trusted, change.mcp_server = strip_recall(original, names, recall_hashes(hooks_doc))
+    change.hooks, renames = take_out_hooks(hooks_doc, names)
+    text = rekey(text, renames)
+    if text != original:
         if text.strip():
             write_file(config_path, text)
         else:  # install made it
             config_path.unlink()
             change.removed_files.append(str(config_path))
-    change.hooks = take_out_hooks(hooks_doc)
     if change.hooks:
         if hooks_doc.get("hooks") or set(hooks_doc) - {"hooks"}:
             write_hooks(hooks_path, hooks_doc)
@@ -187,10 +217,14 @@ def uninstall(home: str | os.PathLike | None = None) -> Change:
     return change
 
 
-# recall's lines in config.toml: one block at its end, between these two lines. Editing a parsed TOML and writing it
-# back moves blank lines about; a block is taken out byte for byte, and the user sees at a glance what is recall's.
+# recall's lines in config.toml: one block at its end, opened and closed by these comment lines. Editing a parsed TOML
+# and writing it back moves blank lines about; the block is cut out line by line. Codex adds the tables it writes
+# itself (a project's trust, a hook the user trusts) at the end of the file, inside the block: those stay.
 BLOCK_START = "# >>> recall: written by `recall install codex`; `recall install codex --uninstall` takes it out"
 BLOCK_END = "# <<< recall"
+_HEADER = re.compile(r"^\s*\[")
+_STATE_HEADER = re.compile(r'^\s*\[hooks\.state\."([^"]*)"\]\s*$')
+_HASH_LINE = re.compile(r'^\s*trusted_hash\s*=\s*"([^"]*)"')
 
 
 def recall_block(launch: Launcher, trust: dict[str, str]) -> str:
@@ -206,22 +240,54 @@ def toml_string(value: str) -> str:
     return json.dumps(value)  # a JSON string is a TOML basic string (the same escapes)
 
 
-def with_block(text: str, block: str) -> str:
+def with_block(text: str, block: str, newline: str = "\n") -> str:
     if not text:
         return block
-    return text + ("" if text.endswith("\n") else "\n") + "\n" + block
+    return text + ("" if text.endswith("\n") else newline) + newline + block
 
 
-def without_block(text: str) -> tuple[str, str]:
-    """(the config without recall's block, the block) — ("", "") parts when there is none."""
+def strip_recall(text: str, names: list[str], ours: set[str]) -> tuple[str, list[str], bool]:
+    """(the config without recall's block, the trust keys taken out, whether the MCP server was). Inside the block,
+    recall's tables go: [mcp_servers.recall] and the [hooks.state] of recall's hooks (known by their hash); any
+    other table there (Codex writes its own at the end of the file) stays where it is."""
     start = text.find(BLOCK_START)
-    end = text.find(BLOCK_END + "\n", start) if start >= 0 else -1
-    if start < 0 or end < 0:
-        return text, ""
-    end += len(BLOCK_END) + 1
+    if start < 0:
+        return text, [], False
+    end = text.find(BLOCK_END, start)
+    end = len(text) if end < 0 else (text.find("\n", end) + 1 or len(text))
     before = text[:start]
-    before = before[:-1] if before.endswith("\n\n") else before  # the blank line with_block put before it
-    return before + text[end:], text[start:end]
+    for blank in ("\r\n\r\n", "\n\n"):  # the blank line with_block put before the block
+        if before.endswith(blank):
+            before = before[:-len(blank) // 2]
+            break
+    sections: list[list[str]] = [[]]
+    for line in text[start:end].splitlines(keepends=True)[1:]:
+        if line.strip() == BLOCK_END:
+            continue
+        if _HEADER.match(line):
+            sections.append([])
+        sections[-1].append(line)
+    kept, keys, server = [], [], False
+    for section in sections[1:]:
+        header = section[0].strip()
+        state = _STATE_HEADER.match(header)
+        hashes = {m.group(1) for m in map(_HASH_LINE.match, section) if m}
+        if header == f"[mcp_servers.{SERVER_NAME}]" or header.startswith(f"[mcp_servers.{SERVER_NAME}."):
+            server = True
+        elif state and state.group(1).rsplit(":", 3)[0] in names and hashes and hashes <= ours:
+            keys.append(state.group(1))
+        else:
+            kept.append("".join(section))
+    kept[:0] = [line for line in sections[0] if line.strip()]  # a comment put there stays
+    return before + "".join(kept) + text[end:], keys, server
+
+
+def rekey(text: str, renames: dict[str, str]) -> str:
+    """Move trust entries to their hooks' new places (`[hooks.state."…:stop:1:0"]` → `…:stop:0:0`), in order."""
+    for old, new in renames.items():
+        pattern = re.compile(r'^(\s*)\[hooks\.state\.' + re.escape(toml_string(old)) + r"\]", re.M)
+        text = pattern.sub(r"\g<1>" + f"[hooks.state.{toml_string(new)}]".replace("\\", "\\\\"), text)
+    return text
 
 
 def check_room(config: Any, trust: dict[str, str], config_path: Path) -> None:
@@ -238,29 +304,40 @@ def check_room(config: Any, trust: dict[str, str], config_path: Path) -> None:
                                "its own), then run this again (nothing was changed)")
 
 
-def take_out_hooks(hooks_doc: dict) -> list[str]:
-    """Remove recall's groups from a parsed hooks.json; returns the events that had one."""
+def take_out_hooks(hooks_doc: dict, names: list[str]) -> tuple[list[str], dict[str, str]]:
+    """Remove recall's groups from a parsed hooks.json; returns the events that had one, and the trust keys of the
+    user's groups that moved up a place ({old: new}, earlier places first)."""
     events = hooks_doc.get("hooks")
     if not isinstance(events, dict):
-        return []
+        return [], {}
     removed: list[str] = []
+    renames: dict[str, str] = {}
     for event in list(events):
         groups = events[event]
         if not isinstance(groups, list):
             continue
-        kept = [g for g in groups if not is_recall_group(g)]
+        kept: list[Any] = []
+        for index, group in enumerate(groups):
+            if is_recall_group(group):
+                continue
+            if len(kept) != index:
+                handlers = group.get("hooks") if isinstance(group, dict) else None
+                for handler in range(len(handlers) if isinstance(handlers, list) else 1):
+                    renames.update({trust_key(name, event, index, handler): trust_key(name, event, len(kept), handler)
+                                    for name in names})
+            kept.append(group)
         if len(kept) != len(groups):
             removed.append(event)
             if kept:
                 events[event] = kept
             else:
                 del events[event]
-    return removed
+    return removed, renames
 
 
 def read_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_bytes().decode("utf-8")  # as it is: CRLF stays CRLF
     except FileNotFoundError:
         return ""
     except (OSError, ValueError) as exc:
@@ -292,10 +369,12 @@ def write_hooks(path: Path, doc: dict) -> None:
 
 
 def write_file(path: Path, text: str) -> None:
-    """Replace a file whole (a reader never sees half of it), keeping its permissions."""
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
-    atomic_write(path, text)
-    os.chmod(path, mode)
+    """Replace a file whole (a reader never sees half of it), keeping its permissions; a link (a dotfiles repository's)
+    stays a link: the file it points to is replaced."""
+    target = Path(os.path.realpath(path))
+    mode = target.stat().st_mode & 0o777 if target.exists() else 0o600
+    atomic_write(target, text)
+    os.chmod(target, mode)
 
 
 def status(home: str | os.PathLike | None = None, recall_home: str | os.PathLike | None = None) -> dict:
@@ -307,22 +386,24 @@ def status(home: str | os.PathLike | None = None, recall_home: str | os.PathLike
                              "expected": len(HOOKS), "mcp_server": False, "last_hook_at": None, "problem": None}
     try:
         hooks_doc, text = read_hooks(hooks_path), read_text(config_path)
-        config_doc, block = parse_config(text, config_path), parse_config(without_block(text)[1], config_path)
+        config_doc = parse_config(text, config_path)
     except CodexConfigError as exc:
         found["problem"] = str(exc)
         return found
     hooks_table = config_doc.get("hooks")
     state = hooks_table.get("state", {}) if isinstance(hooks_table, dict) else {}
+    state = state if isinstance(state, dict) else {}
     events = hooks_doc.get("hooks", {})
     for event in events:
         for index, group in enumerate(events[event] if isinstance(events[event], list) else []):
             if is_recall_group(group):
                 found["hooks"] += 1
-                entry = state.get(trust_key(hooks_path, event, index)) if isinstance(state, dict) else None
-                if isinstance(entry, dict) and entry.get("trusted_hash") == trusted_hash(event, group) \
-                        and entry.get("enabled", True) is not False:
+                entries = [state.get(trust_key(name, event, index)) for name in hooks_file_names(folder)]
+                if any(isinstance(entry, dict) and entry.get("trusted_hash") == trusted_hash(event, group)
+                       and entry.get("enabled", True) is not False for entry in entries):
                     found["trusted"] += 1
-    found["mcp_server"] = SERVER_NAME in block.get("mcp_servers", {})
+    servers = config_doc.get("mcp_servers")
+    found["mcp_server"] = BLOCK_START in text and isinstance(servers, dict) and SERVER_NAME in servers
     found["installed"] = found["hooks"] > 0
     if recall_home is not None:
         found["last_hook_at"] = last_hook_at(Path(recall_home) / LOGS_DIR / LOG_NAME)

@@ -33,8 +33,11 @@ if TYPE_CHECKING:
 ZST_SUFFIX = ".jsonl.zst"
 _EXIT = re.compile(r"(?:Process exited with code|Exit code:?)\s*(-?\d+)")
 _OUTPUT = re.compile(r"\nOutput:\n(.*)\Z", re.S)
-# Codex's own words in the user's place: its environment, the project's AGENTS.md, a turn it aborted.
-_NOT_THE_USERS = re.compile(r"^\s*(?:<[a-z_]+[ >]|# AGENTS\.md instructions)", re.I)
+# Codex's own words in the user's place: its environment, the project's AGENTS.md, a turn it aborted (its tags are
+# snake_case: `<environment_context>`, `<user_instructions>`, `<turn_aborted>`; a user's `<private>` is the user's).
+_NOT_THE_USERS = re.compile(r"^\s*(?:<[a-z]+_[a-z_]+>|# AGENTS\.md instructions)")
+_TURN_DONE = ("task_complete", "turn_complete")  # event_msg types: the turn's last answer is final
+_FAILED_PATCH = re.compile(r"^\s*(?:apply_patch verification failed|Failed to apply patch|error: )", re.I)
 
 
 def is_rollout(path: Path) -> bool:
@@ -90,6 +93,9 @@ class _Session:
     prompt_key: str = ""
     answer: str = ""
     answer_at: float = 0.0
+    kept_prompt: bool = False  # the turn's prompt was kept (not private, not a recall command): its answer is too
+    turn_done: bool = False  # Codex said the turn ended (task_complete)
+    events_seen: bool = False  # the file has event_msg lines (older files have none: a turn ends at the next prompt)
     calls: dict[str, tuple[str, Any, float]] = field(default_factory=dict)  # call id -> (tool, input, when)
     started: float = 0.0
     ended: float = 0.0
@@ -110,15 +116,21 @@ def import_rollout(store: Store, path: Path, report: ImportReport) -> int:
             report.errors.append(f"{path.name}:{number + 1}: not JSON")
             continue
         report.entries += 1
-        at = parse_time(line.get("timestamp")) or session.ended or 0.0
+        stamp = line.get("timestamp")
+        at = (parse_time(stamp) if isinstance(stamp, str) else None) or session.ended or session.started
         kind, payload = line.get("type"), line.get("payload")
         if kind in ("session_meta", "turn_context") and isinstance(payload, dict):
-            session.id = str(payload.get("id") or payload.get("session_id") or session.id) \
-                if kind == "session_meta" else session.id
-            session.cwd = str(payload.get("cwd") or session.cwd)
+            if kind == "session_meta" and isinstance(payload.get("id") or payload.get("session_id"), str):
+                session.id = payload.get("id") or payload["session_id"]
+            session.cwd = payload["cwd"] if isinstance(payload.get("cwd"), str) and payload["cwd"] else session.cwd
+            session.started = session.started or at
+            continue
+        if kind == "event_msg" and isinstance(payload, dict):
+            session.events_seen = True
+            session.turn_done = session.turn_done or payload.get("type") in _TURN_DONE
             continue
         if kind is None and {"id", "timestamp"} <= set(line) and number == 0:  # an older file's first line
-            session.id = str(line["id"])
+            session.id, session.started = str(line["id"]), at
             continue
         item = payload if kind == "response_item" else line if kind in ("message", "function_call",
                                                                           "function_call_output", "custom_tool_call",
@@ -129,7 +141,8 @@ def import_rollout(store: Store, path: Path, report: ImportReport) -> int:
         session.started = session.started or at
         session.ended = max(session.ended, at)
         items += _read_item(item, at, f"codex:{session.id}:{number}", session, cfg, report)
-    items += _close_turn(session, cfg)
+    if session.turn_done or not session.events_seen:  # a turn still running has no final answer yet
+        items += _close_turn(session, cfg)
     project, root = locate(session.cwd)
     for _, draft, _ in items:
         if draft is not None:
@@ -156,8 +169,11 @@ def _read_item(item: dict, at: float, key: str, session: _Session, cfg: CaptureC
             report.not_the_users += bool(text.strip())
             return []
         found = _close_turn(session, cfg)
+        draft = capture.prompt_memory(text, cfg, "", session.id, at)
+        # A private prompt or a recall command is not kept, nor is its answer (as the hooks do).
         session.prompt, session.prompt_key, session.answer = text, key, ""
-        return [*found, (key, capture.prompt_memory(text, cfg, "", session.id, at), at)]
+        session.kept_prompt, session.turn_done = draft is not None, False
+        return [*found, (key, draft, at)]
     if kind == "message" and item.get("role") == "assistant":
         session.answer, session.answer_at = _text(item.get("content")) or session.answer, at
         return []
@@ -193,7 +209,8 @@ def _tool_memories(call: tuple[str, Any, float], output: Any, at: float, key: st
 
 def _close_turn(session: _Session, cfg: CaptureConfig) -> list[tuple[str, MemoryDraft | None, float]]:
     """The exchange of the turn that just ended (its prompt and final answer), once, keyed by its prompt."""
-    if session.prompt is None or not session.answer.strip():
+    if session.prompt is None or not session.kept_prompt or not session.answer.strip():
+        session.prompt = None
         return []
     draft = capture.exchange_memory(session.prompt, session.answer, cfg, "", session.id, session.answer_at)
     session.prompt, session.answer = None, ""
@@ -204,7 +221,10 @@ def _outcome(output: Any) -> tuple[str, int | None]:
     """A tool output's text and exit code: `Process exited with code N … Output:` text, or a JSON
     `{"output", "metadata": {"exit_code"}}` (older Codex)."""
     if isinstance(output, dict):
+        failed = output.get("success") is False
         output = output.get("content") or output.get("output") or json.dumps(output)
+        if failed:
+            return (output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)), 1
     text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
     try:
         data = json.loads(text)
@@ -214,8 +234,10 @@ def _outcome(output: Any) -> tuple[str, int | None]:
         metadata = data.get("metadata")
         code = metadata.get("exit_code") if isinstance(metadata, dict) else None
         return str(data["output"]), code if isinstance(code, int) else None
-    exit_code = _EXIT.search(text)
     body = _OUTPUT.search(text)
+    exit_code = _EXIT.search(text[:body.start()] if body else text[:200])  # Codex's header, not the command's output
+    if exit_code is None and _FAILED_PATCH.match(text):
+        return text, 1
     return (body.group(1) if body else text), (int(exit_code.group(1)) if exit_code else None)
 
 
@@ -233,6 +255,6 @@ def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(str(part.get("text", "")) for part in content if isinstance(part, dict)
-                         and part.get("type") in ("input_text", "output_text", "text"))
+        return "\n".join(part["text"] for part in content if isinstance(part, dict)
+                         and part.get("type") in ("input_text", "output_text", "text") and isinstance(part.get("text"), str))
     return ""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 
 class HookPayload(BaseModel):
@@ -22,6 +22,13 @@ class HookPayload(BaseModel):
     prompt_id: str | None = None
     agent_id: str | None = None  # set inside a subagent
     agent_type: str | None = None
+    turn_id: str | None = None  # Codex's name for a turn (it sends no prompt_id): read as the prompt_id
+
+    @model_validator(mode="after")
+    def _turn_is_the_prompt(self) -> HookPayload:
+        if self.prompt_id is None and self.turn_id:
+            self.prompt_id = self.turn_id
+        return self
 
 
 class SessionStart(HookPayload):

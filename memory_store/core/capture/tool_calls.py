@@ -73,10 +73,15 @@ def from_patch(patch: str, cwd: str = "") -> list[tuple[str, Any]]:
             hunks, added = [[[], []]], []
         elif action == "Add" and line.startswith("+"):
             added.append(line[1:])
+        elif action == "Update" and line.startswith("*** Move to: "):
+            path = os.path.join(cwd, line.removeprefix("*** Move to: ").strip())  # the file is there now
         elif action == "Update" and line.startswith("@@"):
             hunks.append([[], []])
         elif action == "Update" and line[:1] in ("-", "+"):
             hunks[-1][0 if line[0] == "-" else 1].append(line[1:])
+        elif action == "Update" and line[:1] == " ":  # context: in the text before and after alike
+            hunks[-1][0].append(line[1:])
+            hunks[-1][1].append(line[1:])
     return calls
 
 
@@ -86,7 +91,7 @@ def _file_call(action: str, path: str, hunks: list[list[list[str]]], added: list
     if action == "Add":
         return [("Write", {"file_path": path, "content": "\n".join(added) + "\n"})]
     if action == "Update":
-        edits = [{"old_string": "\n".join(old), "new_string": "\n".join(new)} for old, new in hunks if old or new]
+        edits = [{"old_string": "\n".join(old), "new_string": "\n".join(new)} for old, new in hunks if old != new]
         return [("MultiEdit", {"file_path": path, "edits": edits})] if edits else []
     return []
 
