@@ -93,6 +93,17 @@ def test_a_codex_home_without_files_gets_them_and_loses_them_again(tmp_path):
     assert list(folder.iterdir()) == []
 
 
+def test_hooks_whose_launcher_is_gone_are_reported(codex_home, tmp_path):
+    """A plugin update can remove the folder the hooks were installed from: status says so, and what to run."""
+    gone = tmp_path / "old-plugin" / "hooks" / "run"
+    codex.install(codex_home, codex.Launcher(hook=[str(gone)], mcp=[str(tmp_path / "old-plugin" / "bin" / "recall"),
+                                                                       "mcp"]))
+    found = codex.status(codex_home)
+    assert found["installed"] and "recall install codex" in found["problem"] and str(gone) in found["problem"]
+    codex.install(codex_home)
+    assert codex.status(codex_home)["problem"] is None
+
+
 def test_a_hook_the_user_changed_is_no_longer_counted_trusted(codex_home):
     codex.install(codex_home)
     hooks = json.loads((codex_home / "hooks.json").read_text())

@@ -446,7 +446,7 @@ def codex_checks(paths: DataPaths) -> list[doctor.Check]:
 
     found = codex.status(None, paths.home)
     if found["problem"]:
-        return [doctor.Check("codex", False, found["problem"])]
+        return [doctor.Check("codex", False, found["problem"], "recall install codex")]
     if not found["installed"]:
         return []
     whole = found["trusted"] == found["expected"] == found["hooks"] and found["mcp_server"]

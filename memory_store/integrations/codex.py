@@ -398,6 +398,10 @@ def status(home: str | os.PathLike | None = None, recall_home: str | os.PathLike
         for index, group in enumerate(events[event] if isinstance(events[event], list) else []):
             if is_recall_group(group):
                 found["hooks"] += 1
+                launcher_path = shlex.split(group["hooks"][0]["command"])[0]
+                if not os.access(launcher_path, os.X_OK):  # recall moved, or a plugin update removed its old folder
+                    found["problem"] = (f"Codex's hooks run {launcher_path}, which is gone: run `recall install codex` "
+                                        "again")
                 entries = [state.get(trust_key(name, event, index)) for name in hooks_file_names(folder)]
                 if any(isinstance(entry, dict) and entry.get("trusted_hash") == trusted_hash(event, group)
                        and entry.get("enabled", True) is not False for entry in entries):
