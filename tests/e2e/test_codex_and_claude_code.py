@@ -155,7 +155,7 @@ def test_a_fact_learned_in_claude_code_reaches_a_codex_session_of_another_clone(
     developer = "\n".join(mock.developer_texts())
     blocks = MEMORY_BLOCK_RE.findall(developer)
     assert any("--batch-size 250" in block for block in blocks), developer[-3000:]
-    print("Codex request, developer message:", next(b for b in blocks if "--batch-size 250" in b))
+    print("Codex request, developer message:", json.dumps(next(b for b in blocks if "--batch-size 250" in b)))
     assert any(t.get("name") == "mcp__recall" for t in mock.requests[-1].get("tools", [])), "no recall MCP tools"
 
 
@@ -188,7 +188,7 @@ def test_a_fact_told_in_codex_reaches_a_claude_code_session_of_the_other_clone(m
     assert_hooks_clean(debug, ("SessionStart", "UserPromptSubmit", "Stop"))
     blocks = MEMORY_BLOCK_RE.findall(text)
     assert any("40 requests per second" in block and "Codex" in block for block in blocks), blocks
-    print("Claude Code request, recall's context:", next(b for b in blocks if "40 requests per second" in b))
+    print("Claude Code request, recall's context:", json.dumps(next(b for b in blocks if "40 requests per second" in b)))
 
 
 def test_before_a_codex_patch_the_pitfall_learnt_in_claude_code_reaches_the_model(machine, mock):
