@@ -6,8 +6,8 @@ Codex reads hooks from `$CODEX_HOME/hooks.json` (the shape of Claude Code's) and
 skips the others without a word. `recall install codex` is the user's consent: it writes recall's groups (after the
 user's own), their trust entries and `[mcp_servers.recall]`, and nothing else. Running it again rewrites the same;
 `--uninstall` takes out what it wrote. recall's entries are known by their content (the launcher's command line, the
-hash of recall's own groups), never by position, so the user's own hooks and settings are never touched, and
-config.toml keeps its comments and layout (tomlkit).
+hash of recall's own groups), never by position, so the user's own hooks and settings are never touched; in
+config.toml recall's lines are one block, put in and cut out as text (codex_config.py).
 
 The hooks run recall's usual launcher (hooks/run of the plugin folder, else `python -m memory_store.hook` of the
 Python recall is installed in) with the event and `codex`, and talk to the same worker and data dir as Claude Code's.
@@ -26,14 +26,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tomlkit
-from tomlkit.exceptions import TOMLKitError
-
-from ..shared.files import atomic_write
-from ..shared.wire import CODEX, DATABASE_URL_ENV, DISABLE_ENV, LOG_NAME, LOGS_DIR
+from ..shared.wire import CODEX, LOG_NAME, LOGS_DIR
+from .codex_config import (
+    BLOCK_START,
+    SERVER_NAME,
+    CodexConfigError,
+    check_room,
+    parse_config,
+    read_text,
+    recall_block,
+    rekey,
+    strip_recall,
+    with_block,
+    write_file,
+)
 
 CODEX_HOME_ENV = "CODEX_HOME"
-SERVER_NAME = "recall"
 # (event, matcher, timeout in seconds). Codex caps SessionEnd at 3 s and hashes the capped value: 3 is written.
 HOOKS: tuple[tuple[str, str | None, int], ...] = (
     ("SessionStart", None, 10),
@@ -43,14 +51,8 @@ HOOKS: tuple[tuple[str, str | None, int], ...] = (
     ("Stop", None, 10),
     ("SessionEnd", None, 3),
 )
-# Codex starts an MCP server with a few variables of its own only: these reach recall's as they reach its hooks.
-PASSED_TO_SERVER = ("RECALL_HOME", "RECALL_PYTHON", DATABASE_URL_ENV, DISABLE_ENV)
 _OURS = re.compile(r"(?:/hooks/run['\"]?|-m memory_store\.hook) \w+ " + CODEX + "$")
 _SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
-
-
-class CodexConfigError(RuntimeError):
-    """Codex's configuration cannot be read or written as it is: nothing was changed."""
 
 
 @dataclass
@@ -178,7 +180,7 @@ def install(home: str | os.PathLike | None = None, launch: Launcher | None = Non
     change.trusted = list(trust)
     check_room(user_config, trust, config_path)
     newline = "\r\n" if "\r\n" in user_text else "\n"
-    text = with_block(user_text, recall_block(launch, trust).replace("\n", newline), newline)
+    text = with_block(user_text, recall_block(launch.mcp, trust).replace("\n", newline), newline)
     try:
         parse_config(text, config_path)  # what Codex will read must parse: else nothing is written
     except CodexConfigError:
@@ -217,93 +219,6 @@ def uninstall(home: str | os.PathLike | None = None) -> Change:
     return change
 
 
-# recall's lines in config.toml: one block at its end, opened and closed by these comment lines. Editing a parsed TOML
-# and writing it back moves blank lines about; the block is cut out line by line. Codex adds the tables it writes
-# itself (a project's trust, a hook the user trusts) at the end of the file, inside the block: those stay.
-BLOCK_START = "# >>> recall: written by `recall install codex`; `recall install codex --uninstall` takes it out"
-BLOCK_END = "# <<< recall"
-_HEADER = re.compile(r"^\s*\[")
-_STATE_HEADER = re.compile(r'^\s*\[hooks\.state\."([^"]*)"\]\s*$')
-_HASH_LINE = re.compile(r'^\s*trusted_hash\s*=\s*"([^"]*)"')
-
-
-def recall_block(launch: Launcher, trust: dict[str, str]) -> str:
-    lines = [BLOCK_START, f"[mcp_servers.{SERVER_NAME}]", f"command = {toml_string(launch.mcp[0])}",
-             "args = [" + ", ".join(toml_string(arg) for arg in launch.mcp[1:]) + "]",
-             "env_vars = [" + ", ".join(toml_string(name) for name in PASSED_TO_SERVER) + "]"]
-    for key, digest in trust.items():
-        lines += ["", f"[hooks.state.{toml_string(key)}]", f"trusted_hash = {toml_string(digest)}"]
-    return "\n".join([*lines, BLOCK_END]) + "\n"
-
-
-def toml_string(value: str) -> str:
-    return json.dumps(value)  # a JSON string is a TOML basic string (the same escapes)
-
-
-def with_block(text: str, block: str, newline: str = "\n") -> str:
-    if not text:
-        return block
-    return text + ("" if text.endswith("\n") else newline) + newline + block
-
-
-def strip_recall(text: str, names: list[str], ours: set[str]) -> tuple[str, list[str], bool]:
-    """(the config without recall's block, the trust keys taken out, whether the MCP server was). Inside the block,
-    recall's tables go: [mcp_servers.recall] and the [hooks.state] of recall's hooks (known by their hash); any
-    other table there (Codex writes its own at the end of the file) stays where it is."""
-    start = text.find(BLOCK_START)
-    if start < 0:
-        return text, [], False
-    end = text.find(BLOCK_END, start)
-    end = len(text) if end < 0 else (text.find("\n", end) + 1 or len(text))
-    before = text[:start]
-    for blank in ("\r\n\r\n", "\n\n"):  # the blank line with_block put before the block
-        if before.endswith(blank):
-            before = before[:-len(blank) // 2]
-            break
-    sections: list[list[str]] = [[]]
-    for line in text[start:end].splitlines(keepends=True)[1:]:
-        if line.strip() == BLOCK_END:
-            continue
-        if _HEADER.match(line):
-            sections.append([])
-        sections[-1].append(line)
-    kept, keys, server = [], [], False
-    for section in sections[1:]:
-        header = section[0].strip()
-        state = _STATE_HEADER.match(header)
-        hashes = {m.group(1) for m in map(_HASH_LINE.match, section) if m}
-        if header == f"[mcp_servers.{SERVER_NAME}]" or header.startswith(f"[mcp_servers.{SERVER_NAME}."):
-            server = True
-        elif state and state.group(1).rsplit(":", 3)[0] in names and hashes and hashes <= ours:
-            keys.append(state.group(1))
-        else:
-            kept.append("".join(section))
-    kept[:0] = [line for line in sections[0] if line.strip()]  # a comment put there stays
-    return before + "".join(kept) + text[end:], keys, server
-
-
-def rekey(text: str, renames: dict[str, str]) -> str:
-    """Move trust entries to their hooks' new places (`[hooks.state."…:stop:1:0"]` → `…:stop:0:0`), in order."""
-    for old, new in renames.items():
-        pattern = re.compile(r'^(\s*)\[hooks\.state\.' + re.escape(toml_string(old)) + r"\]", re.M)
-        text = pattern.sub(r"\g<1>" + f"[hooks.state.{toml_string(new)}]".replace("\\", "\\\\"), text)
-    return text
-
-
-def check_room(config: Any, trust: dict[str, str], config_path: Path) -> None:
-    """Refuse (changing nothing) when the user's own config.toml already sets what recall's block would."""
-    servers = config.get("mcp_servers")
-    if isinstance(servers, dict) and SERVER_NAME in servers:
-        raise CodexConfigError(f"{config_path} already has an MCP server named {SERVER_NAME!r}: rename or remove it, "
-                               "then run this again (nothing was changed)")
-    hooks_table = config.get("hooks")
-    state = hooks_table.get("state") if isinstance(hooks_table, dict) else None
-    taken = [key for key in trust if isinstance(state, dict) and key in state]
-    if taken:
-        raise CodexConfigError(f"{config_path} already has [hooks.state.\"{taken[0]}\"]: take it out (recall writes "
-                               "its own), then run this again (nothing was changed)")
-
-
 def take_out_hooks(hooks_doc: dict, names: list[str]) -> tuple[list[str], dict[str, str]]:
     """Remove recall's groups from a parsed hooks.json; returns the events that had one, and the trust keys of the
     user's groups that moved up a place ({old: new}, earlier places first)."""
@@ -335,22 +250,6 @@ def take_out_hooks(hooks_doc: dict, names: list[str]) -> tuple[list[str], dict[s
     return removed, renames
 
 
-def read_text(path: Path) -> str:
-    try:
-        return path.read_bytes().decode("utf-8")  # as it is: CRLF stays CRLF
-    except FileNotFoundError:
-        return ""
-    except (OSError, ValueError) as exc:
-        raise CodexConfigError(f"cannot read {path}: {exc} (nothing was changed)") from None
-
-
-def parse_config(text: str, path: Path) -> Any:
-    try:
-        return tomlkit.parse(text).unwrap()
-    except (TOMLKitError, ValueError) as exc:
-        raise CodexConfigError(f"{path} is not valid TOML ({exc}): nothing was changed") from None
-
-
 def read_hooks(path: Path) -> dict:
     text = read_text(path)
     if not text.strip():
@@ -366,15 +265,6 @@ def read_hooks(path: Path) -> dict:
 
 def write_hooks(path: Path, doc: dict) -> None:
     write_file(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
-
-
-def write_file(path: Path, text: str) -> None:
-    """Replace a file whole (a reader never sees half of it), keeping its permissions; a link (a dotfiles repository's)
-    stays a link: the file it points to is replaced."""
-    target = Path(os.path.realpath(path))
-    mode = target.stat().st_mode & 0o777 if target.exists() else 0o600
-    atomic_write(target, text)
-    os.chmod(target, mode)
 
 
 def status(home: str | os.PathLike | None = None, recall_home: str | os.PathLike | None = None) -> dict:
