@@ -100,6 +100,16 @@ def test_hooks_whose_launcher_is_gone_are_reported(codex_home, tmp_path):
     assert codex.status(codex_home)["problem"] is None
 
 
+def test_a_broken_codex_file_is_recalls_problem_only_where_recall_is_installed(codex_home):
+    (codex_home / "hooks.json").write_text("{not json")
+    assert codex.status(codex_home)["problem"] is None and not codex.status(codex_home)["installed"]
+    (codex_home / "hooks.json").write_text(json.dumps(USERS_HOOKS))
+    codex.install(codex_home)
+    (codex_home / "hooks.json").write_text("{not json")
+    found = codex.status(codex_home)
+    assert found["installed"] and "not valid JSON" in found["problem"]
+
+
 def test_a_hook_the_user_changed_is_no_longer_counted_trusted(codex_home):
     codex.install(codex_home)
     hooks = json.loads((codex_home / "hooks.json").read_text())

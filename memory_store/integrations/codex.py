@@ -185,7 +185,7 @@ def install(home: str | os.PathLike | None = None, launch: Launcher | None = Non
         parse_config(text, config_path)  # what Codex will read must parse: else nothing is written
     except CodexConfigError:
         raise CodexConfigError(f"{config_path} cannot take recall's tables: it writes `mcp_servers` or `hooks` as an "
-                               "inline table (`x = {{...}}`); write it as [x] tables, then run this again (nothing was "
+                               "inline table (`x = {...}`); write it as [x] tables, then run this again (nothing was "
                                "changed)") from None
     folder.mkdir(parents=True, exist_ok=True)
     write_file(config_path, text)
@@ -274,11 +274,13 @@ def status(home: str | os.PathLike | None = None, recall_home: str | os.PathLike
     hooks_path, config_path = folder / "hooks.json", folder / "config.toml"
     found: dict[str, Any] = {"codex_home": str(folder), "installed": False, "hooks": 0, "trusted": 0,
                              "expected": len(HOOKS), "mcp_server": False, "last_hook_at": None, "problem": None}
+    text = ""
     try:
-        hooks_doc, text = read_hooks(hooks_path), read_text(config_path)
-        config_doc = parse_config(text, config_path)
-    except CodexConfigError as exc:
-        found["problem"] = str(exc)
+        text = read_text(config_path)
+        hooks_doc, config_doc = read_hooks(hooks_path), parse_config(text, config_path)
+    except CodexConfigError as exc:  # a problem of recall's only where recall is installed
+        found["installed"] = BLOCK_START in text
+        found["problem"] = str(exc) if found["installed"] else None
         return found
     hooks_table = config_doc.get("hooks")
     state = hooks_table.get("state", {}) if isinstance(hooks_table, dict) else {}
@@ -298,7 +300,7 @@ def status(home: str | os.PathLike | None = None, recall_home: str | os.PathLike
                     found["trusted"] += 1
     servers = config_doc.get("mcp_servers")
     found["mcp_server"] = BLOCK_START in text and isinstance(servers, dict) and SERVER_NAME in servers
-    found["installed"] = found["hooks"] > 0
+    found["installed"] = found["hooks"] > 0 or BLOCK_START in text
     if recall_home is not None:
         found["last_hook_at"] = last_hook_at(Path(recall_home) / LOGS_DIR / LOG_NAME)
     return found
