@@ -45,6 +45,16 @@ def test_an_event_is_stored_exactly_once(recall):
     assert recall.store.has_event("evt-1") and not recall.store.has_event("evt-2")
 
 
+def test_a_memory_keeps_the_agent_it_came_from(recall):
+    """`client` rides in the memory's meta on both backends; a memory from before it was recorded is Claude Code's."""
+    codex = recall.store.record("c1", draft("the API listens on 8443", meta={"client": "codex"})).memory_id
+    older = recall.store.record("c2", draft("the cache TTL is 15 minutes")).memory_id
+    by_id = {m.id: m.client for m in recall.get([codex, older])}
+    assert by_id == {codex: "codex", older: "claude-code"}
+    assert [m.client for m in recall.select(match="8443")] == ["codex"]
+    assert recall.get([codex])[0].model_dump(mode="json")["client"] == "codex"
+
+
 def test_the_same_text_twice_is_one_memory_seen_twice(recall):
     a = recall.store.record("e1", draft("run make lint before pushing"))
     b = recall.store.record("e2", draft("Run  make lint before pushing", session="s2"))

@@ -85,13 +85,6 @@ def install_codex(codex_home: str | os.PathLike | None = None, *, remove: bool =
     return (codex.uninstall(codex_home) if remove else codex.install(codex_home)).as_dict()
 
 
-def codex_status(codex_home: str | os.PathLike | None = None, home: str | os.PathLike | None = None) -> dict:
-    """Is recall installed in Codex, trusted, and when did a Codex hook last reach this data dir?"""
-    from ..integrations import codex
-
-    return codex.status(codex_home, DataPaths(home).home)
-
-
 def init_team(url: str, config: Config | None = None) -> dict:
     """`recall team init`: create (or upgrade) recall's schema in the PostgreSQL at `url`, with the
     configured embedding model as the team's. Idempotent."""

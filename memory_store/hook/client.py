@@ -71,13 +71,17 @@ def client_of(argv: list[str]) -> str:
     return argv[1] if len(argv) > 1 and argv[1] in wire.CLIENTS else wire.CLAUDE_CODE
 
 
+def client_field(client: str) -> str:
+    """The `"client"` member of a hook's header and log line: none for Claude Code, whose lines stay as they were."""
+    return "" if client == wire.CLAUDE_CODE else f',"client":"{safe_name(client)}"'
+
+
 def fast_log(home: str, event: str, route: str, ms: float, client: str = wire.CLAUDE_CODE) -> None:
     """The per-hook timing line (`recall stats` reads these; `recall status` the last of another agent), formatted
     without importing json, written with one O_APPEND write (files.append_line does the rest: a missing directory,
     a log to rotate)."""
-    agent = "" if client == wire.CLAUDE_CODE else f',"client":"{safe_name(client)}"'
     line = (f'{{"ts":{time.time():.3f},"level":"info","component":"hook","event":"hook",'
-            f'"hook":"{safe_name(event)}","route":"{safe_name(route)}","ms":{ms:.2f}{agent}}}\n').encode("ascii")
+            f'"hook":"{safe_name(event)}","route":"{safe_name(route)}","ms":{ms:.2f}{client_field(client)}}}\n').encode("ascii")
     path = home + "/" + wire.LOGS_DIR + "/" + wire.LOG_NAME
     try:
         fd = _os.open(path, _os.O_WRONLY | _os.O_APPEND, wire.PRIVATE_FILE) if POSIX else -1
@@ -105,10 +109,9 @@ def hook_header(event: str, event_id: str, received_at: float, size: int, client
     claude_pid = wire.getenv("CLAUDE_PID")
     session = f',"claude_pid":{int(claude_pid)}' if claude_pid.isdigit() and len(claude_pid) < 10 else ""
     database = wire.database_fingerprint(wire.getenv(wire.DATABASE_URL_ENV))  # the shared database this session names
-    agent = "" if client == wire.CLAUDE_CODE else f',"client":"{safe_name(client)}"'
     return (f'{{"v":{protocol.PROTOCOL_VERSION},"op":"hook","event":"{safe_name(event)}",'
             f'"event_id":"{event_id}","received_at":{received_at:.6f},"client_version":"{__version__}",'
-            f'"db":"{database}"{session}{agent},"body":{size}}}').encode("ascii")
+            f'"db":"{database}"{session}{client_field(client)},"body":{size}}}').encode("ascii")
 
 
 def run(event: str, raw: bytes, home: str, client: str = wire.CLAUDE_CODE) -> tuple[bytes, str]:
