@@ -128,6 +128,15 @@ SECRETS = [
     ("prose pw", "the vpn pw's Vpn7Tunnel, same as last quarter", "Vpn7Tunnel"),
     ("prose user pass", "for the staging rabbit use user mqadmin, pass Rabb1tQ-Stage", "Rabb1tQ-Stage"),
     ("prose login password", "the grafana box: login viewer password Gr4f-View3r, read only", "Gr4f-View3r"),
+    # 5.1: secrets under the names people give them (abbreviated, camelCase, with a suffix) and said in passing
+    ("tfvars pw", 'db_admin_pw = "Adm1nDbPw77"', "Adm1nDbPw77"),
+    ("tfvars psk", 'vpn_psk = "Psk-Tunnel-9931"', "Psk-Tunnel-9931"),
+    ("compose root pw", "      MYSQL_ROOT_PW: R00tMyPw88", "R00tMyPw88"),
+    ("camelCase pw", '{"smtpHost": "mail.internal", "smtpPw": "SmtpCamel55"}', "SmtpCamel55"),
+    ("licence key", "license_key: LK-7741-ACME-PRO", "LK-7741-ACME-PRO"),
+    ("suffixed name", "PASSWORD_PROD=PwProdSfx9", "PwProdSfx9"),
+    ("prose pw is now", "the admin pw for grafana is now Gr4fNow9, tell nobody", "Gr4fNow9"),
+    ("export in a command", "export GRAFANA_ADMIN_PW=Gr4fExp0rt && make grafana", "Gr4fExp0rt"),
 ]
 
 # Text that looks like a secret but is not: it must be stored verbatim (and stay searchable).
@@ -157,6 +166,20 @@ LOOKALIKES = [
     "the login form passes the user name and the pass phrase length check",
     "user signups pass 12000 per day since the campaign",
 ]
+
+# Files that hold secrets by what they are: every value in them is one, whatever its name or shape (path, content,
+# the values that must never reach disk).
+SECRET_FILES = [
+    ("infra/prod.tfvars", 'region = "eu-west-1"\nreplica_seed = "Tfv4rsSeed"\n', ["Tfv4rsSeed"]),
+    ("k8s/db-creds.yaml", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db-creds\ntype: Opaque\ndata:\n"
+     "  username: ZGJhZG1pbkFjbWU=\n  dsn: cG9zdGdyZXM6Ly9kYi5pbnRlcm5hbA==\n",
+     ["ZGJhZG1pbkFjbWU=", "cG9zdGdyZXM6Ly9kYi5pbnRlcm5hbA=="]),
+    ("config/credentials.json", '{"client_id": "acme-ci", "refresh": "CredsJs0nRefresh"}\n', ["CredsJs0nRefresh"]),
+]
+SECRET_FILE_VALUES = [value for _, _, values in SECRET_FILES for value in values]
+# A dotenv file written by an agent's patch (Codex's apply_patch): its lines start with "+".
+PATCHED_DOTENV = "FEATURE_PEPPER=patched-pepper-5521\nPAYMENTS_MODE=live-patched-7734\n"
+PATCHED_DOTENV_VALUES = ["patched-pepper-5521", "live-patched-7734"]
 
 # Contents of a .env file a tool reads: every value is a secret, whatever it looks like.
 DOTENV = "STRIPE_WEBHOOK_HINT=whsec_unremarkable_value_42\nFEATURE_SALT=plain-looking-salt-8841\n"

@@ -7,12 +7,14 @@ from conftest import load_payload
 from memory_store.core.capture import capture
 from memory_store.core.capture.hook_events import parse_event
 from memory_store.core.config import CaptureConfig
+from memory_store.shared.redact import clean_payload
 
 CFG = CaptureConfig()
 
 
 def observe(name, **changes):
-    event = parse_event(load_payload(name, **changes))
+    """A payload as the router hands it to capture: through the privacy policy first, as a whole."""
+    event = parse_event(clean_payload(load_payload(name, **changes)))
     if event.hook_event_name == "PostToolUseFailure":
         return capture.tool_failure(event, CFG, "/home/user/projects/demo", 1.0)
     return capture.tool_observation(event, CFG, "/home/user/projects/demo", 1.0)
@@ -73,16 +75,20 @@ def test_a_recall_command_is_its_name_and_the_words_as_typed():
     assert capture.recall_command("what is /recall:log-search?") is None
 
 
+def said(prompt):
+    """A prompt's memory as the router keeps it: the payload through the privacy policy, then capture."""
+    event = parse_event(clean_payload(load_payload("UserPromptSubmit", prompt=prompt)))
+    return capture.prompt_memory(event.prompt, CFG, "/p", "s", 1.0)
+
+
 def test_private_span_is_dropped_and_secret_redacted():
-    memory = capture.prompt_memory(
-        "deploy with token ghp_abcdefghijklmnopqrstuvwxyz0123456789 <private>my bank pin is 4242</private> now",
-        CFG, "/p", "s", 1.0)
+    memory = said("deploy with token ghp_abcdefghijklmnopqrstuvwxyz0123456789 <private>my bank pin is 4242</private> now")
     assert "4242" not in memory.text and "ghp_abcdef" not in memory.text
     assert "[private]" in memory.text and "[REDACTED:github-token]" in memory.text
 
 
 def test_only_private_prompt_is_not_stored():
-    assert capture.prompt_memory("<private>everything here</private>", CFG, "/p", "s", 1.0) is None
+    assert said("<private>everything here</private>") is None
 
 
 def test_recall_block_lookalikes_are_neutralised():

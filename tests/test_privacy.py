@@ -4,23 +4,39 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import stat
 import subprocess
 import sys
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from conftest import load_payload, stored, wait_until_embedded
-from secrets_corpus import DOTENV, DOTENV_VALUES, LOOKALIKES, PRIVATE_TEXT, SECRETS
+from secrets_corpus import (
+    DOTENV,
+    DOTENV_VALUES,
+    LOOKALIKES,
+    PATCHED_DOTENV,
+    PATCHED_DOTENV_VALUES,
+    PRIVATE_TEXT,
+    SECRET_FILE_VALUES,
+    SECRET_FILES,
+    SECRETS,
+)
 
 from memory_store import open_recall
 from memory_store.shared.paths import DataPaths
+from memory_store.shared.projects import project_for
 from memory_store.shared.redact import clean, redact, strip_private
+from memory_store.shared.secrets import is_secret_file
 
-ALL_SECRET_VALUES = [value for _, _, value in SECRETS] + DOTENV_VALUES + [PRIVATE_TEXT]
+ALL_SECRET_VALUES = ([value for _, _, value in SECRETS] + DOTENV_VALUES + SECRET_FILE_VALUES + PATCHED_DOTENV_VALUES
+                     + [PRIVATE_TEXT])
 SECRETS_PER_TURN = 3  # every secret still goes through every hook's fields: 75 hooks instead of 225
 
 
@@ -38,6 +54,23 @@ def assert_nothing_leaked(home):
     assert raw, "nothing was written at all"
     leaked = [value for value in ALL_SECRET_VALUES if value.encode() in raw]
     assert not leaked, f"found on disk: {leaked}"
+
+
+def secret_files_written(send, project):
+    """Files that hold secrets by what they are, written and edited by Claude Code, and a dotenv file written by
+    Codex's apply_patch (its PostToolUse: the patch in a shell command, its lines starting with "+")."""
+    for path, content, _ in SECRET_FILES:
+        send("PostToolUse-Write", tool_input={"file_path": str(project / path), "content": content},
+             tool_response={"type": "create", "filePath": str(project / path), "content": content})
+        last = content.strip().splitlines()[-1]
+        send("PostToolUse-Edit", tool_input={"file_path": str(project / path), "old_string": last,
+                                             "new_string": last + "\n"},
+             tool_response={"filePath": str(project / path), "oldString": last, "newString": last + "\n",
+                            "originalFile": content, "structuredPatch": []})
+    patch = "".join(f"+{line}\n" for line in PATCHED_DOTENV.splitlines())
+    send("PostToolUse-Bash", tool_input={"command": f"apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: .env.staging\n"
+                                                    f"{patch}*** End Patch\nEOF\n"},
+         tool_response="Success. Updated the following files:\nA .env.staging\n")
 
 
 def session_with_secrets(hooks, project, session="secret-session"):
@@ -77,6 +110,7 @@ def session_with_secrets(hooks, project, session="secret-session"):
     send("PostToolUse-Bash", tool_input={"command": "cat .env"}, tool_response={"stdout": DOTENV, "stderr": ""})
     send("PostToolUse-Write", tool_input={"file_path": str(project / ".env.local"), "content": DOTENV},
          tool_response={"type": "create", "filePath": str(project / ".env.local"), "content": DOTENV})
+    secret_files_written(send, project)
     send("UserPromptSubmit", prompt=f"note <private>{PRIVATE_TEXT}</private> and continue", prompt_id="priv")
     send("UserPromptSubmit", prompt=f"unclosed private at the end <private>{PRIVATE_TEXT}", prompt_id="priv2")
     send("SessionEnd-other")
@@ -298,3 +332,45 @@ def test_a_masked_database_url_keeps_one_masking_form():
     assert clean(f"recall: cannot reach the database at {shown}: refused") == \
         f"recall: cannot reach the database at {shown}: refused"
     assert "Hunter2pw" not in clean("postgresql://alice:Hunter2pw@db.internal/recall")
+
+
+def test_a_secret_becomes_no_fact_procedure_tie_nor_injected_text(demo, home):
+    """Issue 5.1: a setting named as a secret (in any casing or abbreviation), a file that holds secrets, a secret said
+    in a prompt or exported by a command: none becomes knowledge, a tie or injected text, and no byte of it reaches the
+    data dir. Through the router, as the hooks deliver events, then through the background work that reads knowledge."""
+    session = str(uuid.uuid4())
+    demo.fire("SessionStart-startup", session)
+    demo.fire("UserPromptSubmit", session, prompt="set up the grafana box and the database settings", prompt_id="t1")
+    root = Path(demo.path)
+    writes = [("infra/main.tf", 'instance_type = "m5.large"\ndb_admin_pw = "Adm1nDbPw77"\nvpn_psk = "Psk-Tunnel-9931"\n'),
+              ("docker-compose.yml", "services:\n  db:\n    environment:\n      MYSQL_ROOT_PW: R00tMyPw88\n"),
+              (".vscode/settings.json", '{\n  "smtpHost": "mail.internal",\n  "smtpPw": "SmtpCamel55"\n}\n'),
+              ("config/app.yaml", "license_key: LK-7741-ACME-PRO\nworkers: 4\n")]
+    writes += [(path, content) for path, content, _ in SECRET_FILES]
+    for path, content in writes:
+        demo.fire("PostToolUse-Write", session, prompt_id="t1", tool_input={"file_path": str(root / path),
+                                                                           "content": content},
+                  tool_response={"type": "create", "filePath": str(root / path), "content": content})
+    demo.fire("PostToolUse-Bash", session, prompt_id="t1",
+              tool_input={"command": "export GRAFANA_ADMIN_PW=Gr4fExp0rt && make grafana", "description": "start"},
+              tool_response={"stdout": "grafana up", "stderr": "", "interrupted": False})
+    demo.fire("Stop", session, prompt_id="t1", last_assistant_message="Done: db_admin_pw = Adm1nDbPw77 is set and "
+              "the vpn_psk is Psk-Tunnel-9931; run `GRAFANA_ADMIN_PW=Gr4fExp0rt make grafana` to start it.")
+    demo.fire("UserPromptSubmit", session, prompt="the admin pw for grafana is now Gr4fNow9, from now on use it",
+              prompt_id="t2")
+    demo.fire("SessionEnd-other", session)
+    demo.recall.embed_pending()  # the background work: what memories teach, and their vectors
+
+    secrets = ["Adm1nDbPw77", "Psk-Tunnel-9931", "R00tMyPw88", "SmtpCamel55", "LK-7741-ACME-PRO", "Gr4fExp0rt",
+               "Gr4fNow9", *SECRET_FILE_VALUES]
+    raw = raw_bytes_of(home)
+    assert [value for value in secrets if value.encode() in raw] == []
+    items = demo.recall.knowledge(project_for(demo.path))
+    said = [f"{item.subject} {item.value} {item.text}" for item in items]
+    assert not [text for text in said if "REDACTED" in text or re.search(r"(?i)_pw\b|pw\b|psk|license|licence", text)]
+    assert not [item for item in items if is_secret_file(item.file)]
+    assert any(item.value.strip('"') == "m5.large" for item in items)  # what is no secret in the same files is known
+    ties = " ".join(key for (key,) in demo.recall.store.db.all("SELECT key FROM ties"))
+    assert "REDACTED" not in ties
+    shown = demo.ask("what's the grafana admin pw and the vpn psk again?")
+    assert "REDACTED" not in shown.split("Possibly relevant")[0] and not [v for v in secrets if v in shown]

@@ -306,14 +306,14 @@ class Recall:
         "global": it follows the user into every project; `team`: everyone on the shared database sees it
         (after the same secret scan as `share`). Cleaned like captured text (secrets redacted, <private>
         dropped); raises ValueError when nothing is left to keep."""
-        from ..core.capture.capture import finish
+        from ..core.capture.capture import finish, private_text
         from ..core.records import MemoryDraft
 
         if scope not in ("project", "global"):
             raise ValueError(f"scope must be 'project' or 'global', not {scope!r}")
         if scope == "project" and not project:
             raise ValueError("a project is needed (or scope 'global')")
-        cleaned = finish(text, self.config.capture.max_prompt_chars)
+        cleaned = finish(private_text(text), self.config.capture.max_prompt_chars)
         if not cleaned or cleaned == "[private]":
             raise ValueError("nothing to remember (empty or private text)")
         if team and secret_kinds(text):

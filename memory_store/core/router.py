@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from ..shared import spool
 from ..shared.projects import GLOBAL_PROJECT, locate
+from ..shared.redact import clean_payload
 from ..shared.wire import CLAUDE_CODE, CLIENTS
 from . import later
 from .capture import capture, preferences, tool_calls, transcripts, user_words
@@ -391,6 +392,7 @@ def handle_event(store: Store, models: Models, envelope: dict, *, respond: bool 
         return {}
     try:
         with stage("parse"):
+            payload = clean_payload(payload)  # the privacy policy, once, before anything reads the event
             event = parse_event(payload)
     except ValidationError as exc:
         raise BadEvent(f"{payload.get('hook_event_name')} payload rejected: {exc.error_count()} error(s): "

@@ -1,8 +1,9 @@
 """From a Claude Code event to the memories worth keeping.
 
-Pure functions: no database, no clock. Every text goes through `finish()` on its way
-out: `<private>` spans dropped, secrets redacted, recall's own injection markers
-neutralised (so recalled text fed back to Claude can never be re-captured as a new
+Pure functions: no database, no clock. What they read has been through the privacy policy once, as a whole event
+(shared/redact.py clean_payload: the router does it for a hook's payload, the importers for each transcript line),
+so secrets and `<private>` spans are gone before anything is cut. Every text goes through `finish()` on its way out:
+recall's own injection markers neutralised (so recalled text fed back to Claude can never be re-captured as a new
 memory or pose as a recall block), whitespace tidied and the length capped.
 """
 
@@ -13,7 +14,8 @@ import os
 import re
 
 from ...shared.projects import project_root
-from ...shared.redact import clean, is_env_file, mentions_env_file, redact_env_values
+from ...shared.redact import clean
+from ...shared.secrets import is_secret_file, secret_files_in
 from ...shared.text import cap, cap_middle
 from .. import sentences
 from ..config import CaptureConfig
@@ -78,8 +80,15 @@ def tidy(text: str) -> str:
 
 
 def finish(text: str, limit: int, *, keep_ends: bool = False) -> str:
-    """The last step for every captured string; `keep_ends`: a long text keeps its head and its tail."""
-    return (cap_middle if keep_ends else cap)(tidy(neutralize(clean(text))), limit)
+    """The last step for every captured string (already through the privacy policy); `keep_ends`: a long text keeps
+    its head and its tail."""
+    return (cap_middle if keep_ends else cap)(tidy(neutralize(text)), limit)
+
+
+def private_text(text: str) -> str:
+    """A text from outside an event (a note to remember, a transcript's line) through the privacy policy, as an
+    event's strings go (shared/redact.py)."""
+    return clean(text)
 
 
 def importance(kind: str, text: str) -> float:
@@ -158,11 +167,9 @@ def _render_tool(event: PostToolUse, cfg: CaptureConfig) -> str | None:
     inputs = tool_input if isinstance(tool_input, dict) else {}
     files = _tool_files(tool_input, response)
     shown = relative(files[0], cwd) if files else ""
-    env_file = any(is_env_file(f) for f in files)
     out_limit = cfg.max_tool_output_chars
 
     def body(text: str) -> str:
-        text = redact_env_values(text) if env_file else text
         return cap_middle(tidy(text), out_limit)
 
     if name == "Bash":
@@ -175,8 +182,6 @@ def _render_tool(event: PostToolUse, cfg: CaptureConfig) -> str | None:
             output = "\n".join(_as_text(response.get(k)) for k in ("stdout", "stderr") if response.get(k))
         else:
             output = _as_text(response)
-        if mentions_env_file(command):
-            output = redact_env_values(output)
         rendered = f"Bash `{cap(command, cfg.max_tool_input_chars)}`"
         return rendered + (f" → {cap_middle(tidy(output), out_limit)}" if output.strip() else "")
     if name == "Edit" or name == "MultiEdit":
@@ -215,7 +220,7 @@ def tool_observation(event: PostToolUse, cfg: CaptureConfig, project: str, at: f
     if not rendered:
         return None
     text = finish(rendered, cfg.max_tool_input_chars + cfg.max_tool_output_chars + 200)
-    meta = {"tool": event.tool_name, "files": [clean(f) for f in files]}
+    meta = {"tool": event.tool_name, "files": files}
     if event.tool_use_id:
         meta["tool_use_id"] = event.tool_use_id
     return MemoryDraft(project=project, session_id=event.session_id, kind="tool", text=text, created_at=at,
@@ -237,7 +242,6 @@ def tool_ties(event: PostToolUse | PostToolUseFailure, files: list[str], output:
     inputs = event.tool_input if isinstance(event.tool_input, dict) else {}
     command = inputs.get("command")
     if isinstance(command, str):
-        command = clean(command)  # a key is stored: `vault login TOKEN` must not be
         keys = [tied.command_key(command)] + tied.text_ties(command, root)  # what it does (as PreToolUse looks it
         found += [Tie(key=key) for key in dict.fromkeys(keys) if key and key not in {tie.key for tie in found}]  # up)
     found += [Tie(key=key) for key in tied.signature_keys(output)]
@@ -254,24 +258,24 @@ def tool_knowledge(event: PostToolUse, files: list[str]) -> list[KnowledgeDraft]
     exported and how it did what it was for (core/knowledge/extract.py). Every text passes the redaction first."""
     inputs = event.tool_input if isinstance(event.tool_input, dict) else {}
     path = relative(files[0], event.cwd) if files else ""
-    if files and any(is_env_file(f) for f in files):
-        return []  # an env file's values are secrets until shown otherwise: its names are in the tool memory
+    if files and any(is_secret_file(f) for f in files):
+        return []  # a secret file's values are secrets until shown otherwise: its names are in the tool memory
     if event.tool_name in ("Edit", "MultiEdit"):
         listed = inputs.get("edits")
         edits = [e for e in (listed if isinstance(listed, list) else [inputs]) if isinstance(e, dict)]
-        changes = [(clean(_as_text(e.get("old_string"))), clean(_as_text(e.get("new_string")))) for e in edits]
+        changes = [(_as_text(e.get("old_string")), _as_text(e.get("new_string"))) for e in edits]
         return _redacted(extract.from_edit(path, changes))
     if event.tool_name == "Write":
-        return _redacted(extract.from_file_text(path, clean(_as_text(inputs.get("content")))))
-    if event.tool_name == "Bash" and isinstance(inputs.get("command"), str) and not mentions_env_file(inputs["command"]):
+        return _redacted(extract.from_file_text(path, _as_text(inputs.get("content"))))
+    if event.tool_name == "Bash" and isinstance(inputs.get("command"), str) and not secret_files_in(inputs["command"]):
         goal = inputs.get("description")
-        return _redacted(extract.from_command(clean(inputs["command"]), clean(goal if isinstance(goal, str) else "")))
+        return _redacted(extract.from_command(inputs["command"], goal if isinstance(goal, str) else ""))
     return []
 
 
 def statement_knowledge(text: str, *, asked: bool = False) -> list[KnowledgeDraft]:
     """What a prompt (`asked`) or an answer states (core/knowledge/extract.py), from its redacted text."""
-    return _redacted(extract.from_statement(clean(text), asked=asked))
+    return _redacted(extract.from_statement(text, asked=asked))
 
 
 def _redacted(items: list[KnowledgeDraft]) -> list[KnowledgeDraft]:
@@ -280,8 +284,8 @@ def _redacted(items: list[KnowledgeDraft]) -> list[KnowledgeDraft]:
     kept = []
     for item in items:
         value = finish(item.value, 300)
-        if not value or "[REDACTED" in value or "[private]" in value:
-            continue
+        if not value or any(mark in f"{item.value} {item.text}" for mark in ("[REDACTED", "[private]")):
+            continue  # a secret, or what was said in private: no knowledge, not even redacted
         kept.append(item.model_copy(update={"value": value, "text": finish(item.text, extract.MAX_TEXT_CHARS),
                                             "context": finish(item.context, 300)}))
     return kept
@@ -299,16 +303,15 @@ def tool_failure(event: PostToolUseFailure, cfg: CaptureConfig, project: str, at
     limit = cfg.max_tool_input_chars
     what = f"`{cap(command, limit)}`" if command else _compact_input(event.tool_input, limit)
     verb = "interrupted" if event.is_interrupt else "failed"
-    error = redact_env_values(event.error) if mentions_env_file(command) else event.error
+    error = event.error
     text = finish(f"{event.tool_name} {verb}: {what} — {cap_middle(tidy(error), cfg.max_error_chars)}",
                   cfg.max_error_chars + cfg.max_tool_input_chars + 50)
     files = _tool_files(event.tool_input, None)
-    meta = {"tool": event.tool_name, "files": [clean(f) for f in files]}
+    meta = {"tool": event.tool_name, "files": files}
     if event.tool_use_id:
         meta["tool_use_id"] = event.tool_use_id
     return MemoryDraft(project=project, session_id=event.session_id, kind="error", text=text, created_at=at,
-                       importance=importance("error", text), meta=meta,
-                       ties=tool_ties(event, files, clean(error)))
+                       importance=importance("error", text), meta=meta, ties=tool_ties(event, files, error))
 
 
 _COMMAND_PARTS = re.compile(r"<command-(name|args)>(.*?)</command-\1>", re.DOTALL)
@@ -349,7 +352,7 @@ def exchange_memory(prompt: str | None, answer: str, cfg: CaptureConfig, project
     prompt is a memory of its own (and this one's indexed context); `meta["prompt"]` keeps a
     short copy so the exchange can be shown as question and answer."""
     limit = cfg.max_report_chars if report else cfg.max_answer_chars  # a subagent's report is kept whole (bounded)
-    said = clean(answer or "")  # redacted whole, before any cut: a secret cut in two would escape its pattern
+    said = answer or ""  # redacted whole with its event, before any cut: a secret cut in two would escape its pattern
     text = finish(extractive_summary(said, limit), limit)
     if not text:
         return None

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...shared.projects import locate
+from ...shared.redact import clean_payload
 from ...shared.wire import CODEX
 from . import capture, tool_calls
 from .hook_events import PostToolUse, PostToolUseFailure
@@ -164,7 +165,7 @@ def _read_item(item: dict, at: float, key: str, session: _Session, cfg: CaptureC
                report: ImportReport) -> list[tuple[str, MemoryDraft | None, float]]:
     kind = item.get("type")
     if kind == "message" and item.get("role") == "user":
-        text = _text(item.get("content"))
+        text = capture.private_text(_text(item.get("content")))
         if not text.strip() or _NOT_THE_USERS.match(text):
             report.not_the_users += bool(text.strip())
             return []
@@ -175,7 +176,7 @@ def _read_item(item: dict, at: float, key: str, session: _Session, cfg: CaptureC
         session.kept_prompt, session.turn_done = draft is not None, False
         return [*found, (key, draft, at)]
     if kind == "message" and item.get("role") == "assistant":
-        session.answer, session.answer_at = _text(item.get("content")) or session.answer, at
+        session.answer, session.answer_at = capture.private_text(_text(item.get("content"))) or session.answer, at
         return []
     if kind in ("function_call", "custom_tool_call", "local_shell_call"):
         call_id = str(item.get("call_id") or item.get("id") or key)
@@ -196,13 +197,14 @@ def _tool_memories(call: tuple[str, Any, float], output: Any, at: float, key: st
     text, code = _outcome(output)
     found: list[tuple[str, MemoryDraft | None, float]] = []
     for n, (tool_name, normal) in enumerate(tool_calls.normalized(name, tool_input, session.cwd)):
-        common = {"session_id": session.id, "cwd": session.cwd, "tool_name": tool_name, "tool_input": normal}
+        said = clean_payload({"tool_name": tool_name, "tool_input": normal, "tool_response": text})  # as a hook's
+        common = {"session_id": session.id, "cwd": session.cwd, "tool_name": tool_name, "tool_input": said["tool_input"]}
         if code not in (None, 0):
-            draft = capture.tool_failure(PostToolUseFailure(hook_event_name="PostToolUseFailure", error=text,
-                                                            **common), cfg, "", at)
+            draft = capture.tool_failure(PostToolUseFailure(hook_event_name="PostToolUseFailure",
+                                                            error=said["tool_response"], **common), cfg, "", at)
         else:
-            draft = capture.tool_observation(PostToolUse(hook_event_name="PostToolUse", tool_response=text, **common),
-                                             cfg, "", at)
+            draft = capture.tool_observation(PostToolUse(hook_event_name="PostToolUse",
+                                                         tool_response=said["tool_response"], **common), cfg, "", at)
         found.append((f"{key}:{n}" if n else key, draft, at))
     return found
 

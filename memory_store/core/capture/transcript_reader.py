@@ -11,7 +11,8 @@ files (2.0) and under `<session>/subagents/` (2.1). A subagent's type is the `su
 that started it, found through the tool result's `agentId` or, inline, through the task's text.
 
 Lines are parsed leniently (raw control characters inside strings are read); what still cannot be read is
-counted in the report.
+counted in the report. Each line goes through the privacy policy as a hook's payload does (`private_entry`), and a
+tool call's values of a secret file when its input and its result are put together (`tool_memory`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ...shared.projects import project_for
+from ...shared.redact import clean_tree, hide_secret_files
 from ..records import MemoryDraft
 from ..trust import agent_name
 from . import capture, user_words
@@ -90,6 +92,16 @@ def text_blocks(content: Any) -> str:
     return ""
 
 
+SAID_FIELDS = ("message", "toolUseResult")  # what a transcript line holds of what was said and done
+
+
+def private_entry(entry: Any) -> Any:
+    """A transcript line with what it says through the privacy policy (shared/redact.py), before it is read."""
+    if not isinstance(entry, dict):
+        return entry
+    return {key: clean_tree(value) if key in SAID_FIELDS else value for key, value in entry.items()}
+
+
 def read_entries(path: Path, report: ImportReport) -> Iterator[TranscriptEntry]:
     """The conversation entries of a transcript (sidechains included), read leniently."""
     with open(path, encoding="utf-8", errors="replace") as handle:
@@ -97,7 +109,7 @@ def read_entries(path: Path, report: ImportReport) -> Iterator[TranscriptEntry]:
             if not line.strip():
                 continue
             try:
-                entry = TranscriptEntry.model_validate(json.loads(line, strict=False))
+                entry = TranscriptEntry.model_validate(private_entry(json.loads(line, strict=False)))
             except (ValueError, ValidationError) as exc:
                 report.errors.append(f"{path.name}:{number}: {str(exc).splitlines()[0][:120]}")
                 continue
@@ -223,6 +235,9 @@ def tool_memory(cfg: CaptureConfig, home: str, project: str, at: float, session:
                 tool_use_id: str | None, response: Any, error: str | None) -> MemoryDraft | None:
     """A tool call as its hook would have kept it: PostToolUseFailure's memory when it failed (`error`), else
     PostToolUse's."""
+    said = {"tool_name": name, "tool_input": tool_input, "tool_response": response, "error": error}
+    said = hide_secret_files(said, dict(said))  # a secret file's values, now that its call and result meet
+    tool_input, response, error = said["tool_input"], said["tool_response"], said["error"]
     common = {"session_id": session, "cwd": cwd, "tool_name": name, "tool_input": tool_input,
               "tool_use_id": tool_use_id}
     if error is not None:
@@ -310,7 +325,7 @@ def last_turn(path: str | None) -> LastTurn | None:
     results: dict[str, dict] = {}  # tool_use_id -> the result's fields, until its call is met
     for line in reversed(lines):
         try:
-            entry = json.loads(line, strict=False)
+            entry = private_entry(json.loads(line, strict=False))
         except ValueError:
             continue
         if not isinstance(entry, dict) or entry.get("isSidechain") or entry.get("type") not in ("user", "assistant"):

@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from ...shared.projects import locate
+from ...shared.redact import clean_tree
 from ..records import MemoryDraft
 from . import codex_rollouts
+from .capture import private_text
 from .transcript_reader import ImportReport, SessionReader, parse_time, read_entries, text_blocks
 
 if TYPE_CHECKING:
@@ -107,8 +109,8 @@ def import_export_file(store: Store, path: Path, report: ImportReport) -> int:
                 data = json.loads(line)
                 at = datetime.fromisoformat(str(data["created_at"]).replace("Z", "+00:00")).timestamp()
                 draft = MemoryDraft(project=data["project"], session_id=data.get("session_id") or "",
-                                    kind=data["kind"], text=data["text"], created_at=at,
-                                    importance=data.get("importance", 0.3), meta=data.get("meta") or {})
+                                    kind=data["kind"], text=private_text(str(data["text"])), created_at=at,
+                                    importance=data.get("importance", 0.3), meta=clean_tree(data.get("meta") or {}))
             except (ValueError, KeyError, TypeError, ValidationError) as exc:
                 report.errors.append(f"{path.name}:{number}: not a recall memory: {str(exc).splitlines()[0][:120]}")
                 continue
@@ -223,5 +225,5 @@ def first_prompt(path: str | None) -> str | None:
         message = entry.get("message") if isinstance(entry, dict) and entry.get("type") == "user" else None
         text = text_blocks(message.get("content")) if isinstance(message, dict) else ""
         if text.strip():
-            return text
+            return private_text(text)
     return None

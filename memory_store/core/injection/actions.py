@@ -15,7 +15,6 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ...shared.redact import clean
 from ...shared.text import cap_readable
 from .. import sentences
 from ..capture import ties
@@ -91,7 +90,7 @@ def action_keys(tool_name: str, tool_input: object, root: str) -> list[str]:
         command = inputs.get("command")
         if not isinstance(command, str) or is_looking(command):
             return []
-        key = ties.command_key(clean(command))  # by what it does: a script's other uses are not this one's
+        key = ties.command_key(command)  # by what it does (redacted with its payload): not a script's other uses
         return [key] if key else []
     path = next((inputs[k] for k in ("file_path", "notebook_path", "path") if isinstance(inputs.get(k), str)), None)
     key = ties.file_key(path, root) if path else None
@@ -100,7 +99,6 @@ def action_keys(tool_name: str, tool_input: object, root: str) -> list[str]:
 
 def after_failure(store: Store, project: str, session_id: str, error: str, now: float) -> Shown | None:
     """PostToolUseFailure: the fix that followed this same error before (by its signature), or None."""
-    error = clean(error)
     error_words = _content(" ".join(ties.error_lines(error)[:2]))
     for key in ties.signature_keys(error):  # the most telling error line first (redacted, as when stored)
         if store.has_event(shown_key(session_id, key)):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 
+from ...shared.secrets import is_secret_name
 from .. import sentences
 from ..records import KnowledgeDraft
 from ..terms import STOPWORDS, words
@@ -45,9 +46,6 @@ _TRAILING_COMMENT = re.compile(r"\s+(?://|#|--)\s*(?P<comment>.*)$")
 _LITERAL = re.compile(
     r"""^(?:-?\d[\w.,:+/-]*(?:\s*[*x]\s*\d+)*(?:\s*[A-Za-z%]{1,12})?|"[^"]*"|'[^']*'|`[^`]*`|true|false|yes|no|on|off|"""
     r"""null|none|nil|\{[^{}]*\}|\[[^\[\]]*\]|[A-Za-z][\w.\-/:@]*\d[\w.\-/:@]*|[a-z][\w.\-]*)$""", re.IGNORECASE)
-# A setting whose value is a secret whatever it looks like: never a fact (the redaction may not know its shape).
-_SECRET_NAME = re.compile(r"pass|pwd|secret|token|api[_-]?key|apikey|private[_-]?key|credential|auth|cookie|salt|"
-                          r"signing|session[_-]?key", re.IGNORECASE)
 _CODE_CONSTANT = re.compile(r"^[A-Z][A-Z0-9_]{2,}$")  # SHOUTING_CASE: a constant, in any language
 _ENV_COMMAND = re.compile(r"(?:^|[;&|]\s*|\bexport\s+)([A-Z][A-Z0-9_]{2,})=(\"[^\"]*\"|'[^']*'|[^\s;&|]+)")
 
@@ -171,7 +169,7 @@ def _assignment(line: str, path: str, config: bool) -> KnowledgeDraft | None:
     if not match:
         return None
     key, value = match.group("key"), match.group("value").strip().rstrip(",;").strip()
-    if not value or len(value) > MAX_VALUE_CHARS or not _LITERAL.match(value) or _SECRET_NAME.search(key):
+    if not value or len(value) > MAX_VALUE_CHARS or not _LITERAL.match(value) or is_secret_name(key):
         return None
     prop = match.group("op") in (":", "=>")  # `name: value`, `'name' => value`: a property of an object or array
     if prop and not config and not (_CODE_CONSTANT.match(key) or re.search(r"\d", value)):
@@ -249,7 +247,7 @@ def from_command(command: str, goal: str = "", notes: str = "") -> list[Knowledg
     how this goal is done here (a procedure; `goal`: what it was for, `notes`: the failures it came after)."""
     found: list[KnowledgeDraft] = []
     for key, value in _ENV_COMMAND.findall(command):
-        if _SECRET_NAME.search(key):
+        if is_secret_name(key):
             continue
         if " export " in f" {command} " or command.strip().startswith(key):
             found.append(KnowledgeDraft(kind="fact", subject=key.lower(), value=value.strip("'\""),

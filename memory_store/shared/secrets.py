@@ -1,0 +1,246 @@
+"""What a secret is: recall's one privacy policy, in one place. Standard library only.
+
+Three kinds of secret, each known by one rule here and nowhere else:
+
+- a value of a known shape (cloud keys, tokens, JWTs, PEM keys, passwords in URLs and on command lines,
+  a password stated in prose): `SECRET_PATTERNS`;
+- the value of a setting whose name says it is a secret, in any casing, separator or abbreviation
+  (`db_admin_pw`, `smtpPw`, `MYSQL_ROOT_PW`, `vpn_psk`, `license_key`, `client-secret`): `is_secret_name`;
+- every value of a file that holds secrets (`.env*`, `*.tfvars`, credentials files, keys, a Kubernetes
+  `kind: Secret`): `is_secret_file`, `is_secret_manifest`.
+
+shared/redact.py applies the policy to a hook's whole payload before anything touches disk (the spool, the
+database); core/knowledge/ asks `is_secret_name` and `is_secret_file` before a setting becomes a fact.
+"""
+
+from __future__ import annotations
+
+import re
+
+# --- names ---------------------------------------------------------------------------------------------------------
+
+# A setting is a secret when the last word of its name is one of these ...
+SECRET_WORDS = frozenset("""
+password passwd passphrase passcode pass pw pwd psk secret token apikey credential credentials creds cred privatekey
+salt pepper cookie otp totp
+""".split())
+# ... unless it counts or measures them (`max_token`, `token_count` ends otherwise anyway).
+_MEASURES = frozenset("max min num count number limit length len size".split())
+# ... or its last two words are "<one of these> key" (api key, licence key, private key, ...).
+KEY_QUALIFIERS = frozenset("""
+api license licence private access secret client auth session signing encryption encrypt master account app service
+deploy ssh gpg pgp jwt hmac webhook consumer shared storage subscription product registration activation serial
+""".split())
+# Words a name may end in after the secret's own (`PASSWORD_PROD`, `token_v2`, `apiKeyStaging`, `db_password_2`).
+_NAME_SUFFIXES = frozenset("""
+v prod production staging stage stg dev development test testing qa uat local old new previous next current backup
+primary secondary main default live sandbox ci internal external
+""".split())
+# A name written as one lowercase word still ends in one of these (`dbpassword`, `authtoken`).
+_SECRET_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "credentials", "privatekey")
+_NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+
+def name_words(name: str) -> list[str]:
+    """A setting's name as lowercase words: `smtpPw` → [smtp, pw], `MYSQL_ROOT_PW` → [mysql, root, pw]."""
+    return [word.lower() for word in _NAME_WORDS.findall(name[-120:])]
+
+
+def is_secret_name(name: str) -> bool:
+    """Does this name (a setting, a variable, a JSON key) say that its value is a secret?"""
+    found = name_words(name)
+    while len(found) > 1 and (found[-1].isdigit() or found[-1] in _NAME_SUFFIXES):
+        found.pop()
+    last = found[-1] if found else ""
+    if found and found[0] in _MEASURES:
+        return False
+    if last in SECRET_WORDS or (len(last) > 6 and last.endswith(_SECRET_ENDINGS)):
+        return True
+    return last == "key" and len(found) > 1 and found[-2] in KEY_QUALIFIERS
+
+
+# One `name <op> value` of code, config or prose (`db_admin_pw = …`, `"smtpPw": …`, `export GRAFANA_ADMIN_PW=…`),
+# looked at by its name (is_secret_name). The name starts at a word's start (a flag's `-storepass` is the command-line
+# patterns' business); the value is one word, taken whole or not at all, or a quoted string, never a $VARIABLE or a
+# key of its own ("credentials: TOKEN: x"). A lookahead: a match whose name is no secret's consumes nothing, so a
+# secret's assignment inside another's value (`env: API_KEY=…`) is still seen.
+NAMED_VALUE = re.compile(
+    r"(?<![\w.$@\-])(?=(?P<name>[A-Za-z_][\w.\-]{0,100}?)[\"']?[ \t]*(?::=|=>|=|:)[ \t]*"
+    r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|(?![$\"'])(?=(?P<word>[^\s,;&)}\]\"']+))(?P=word)(?<!:)(?![ \t]*=)))")
+
+
+# The same in words: "the vpn_psk is Psk-…", "smtpPw is now …" (a value shaped like a secret: quoted, or with a digit,
+# a capital inside or a symbol; "the db_password is rotated monthly" stays).
+NAMED_IN_WORDS = re.compile(
+    r"(?<![\w.$@\-])(?=(?P<name>[A-Za-z_][\w.\-]{0,100}?)[ \t]+(?:is|was|is now|was set to|set to|changed to)[ \t]+"
+    r"(?P<value>[\"'`][^\"'`\n]{3,512}[\"'`]|(?=\S{0,512}?(?:\d|[a-z][A-Z]|[^\w\s.,;:!?'\"`()]))"
+    r"(?=(?P<word>[^\s,;'\"`()]{4,512}))(?P=word)(?<![.!?])))")
+
+
+def is_secret_assignment(match: re.Match[str]) -> bool:
+    """A NAMED_VALUE match whose value is a secret: a secret's name, and a value that is one (not `name: {` opening
+    a block, not a `${VARIABLE}`)."""
+    value = match.group("value")
+    if value in ("{", "[", "|", ">", '""', "''") or value.strip("'\"").startswith("$"):
+        return False
+    return is_secret_name(match.group("name"))
+
+
+# --- files ---------------------------------------------------------------------------------------------------------
+
+# Files whose every value is a secret until shown otherwise: dotenv files, Terraform variable files, credentials,
+# keys and keystores, password files, and files named for secrets.
+_SECRET_FILE = re.compile(
+    r"(?:^|[/\\])(?:\.env(?:\.[\w.\-]+)?|[^/\\]*\.env|[^/\\]*\.tfvars(?:\.json)?|credentials(?:\.\w+)?|"
+    r"[^/\\]*\.(?:pem|key|p12|pfx|jks|keystore|ppk)|id_(?:rsa|dsa|ecdsa|ed25519)|[._]netrc|\.pgpass|\.npmrc|"
+    r"\.pypirc|\.htpasswd|\.git-credentials|[^/\\]*secrets?\.(?:ya?ml|json|toml|ini|conf|properties))$",
+    re.IGNORECASE)
+_PATH_TOKEN = re.compile(r"[^\s\"'`;|&<>()=]+")
+# A Kubernetes Secret manifest (YAML or JSON): the values of its data and stringData are secrets.
+_SECRET_KIND = re.compile(r"(?m)^[ \t]*[\"']?kind[\"']?[ \t]*:[ \t]*[\"']?Secret[\"']?[ \t]*,?[ \t]*$")
+
+
+def is_secret_file(path: str) -> bool:
+    """Does this file hold secrets by what it is (`.env.local`, `prod.tfvars`, `~/.aws/credentials`, `id_rsa`)?"""
+    return bool(path) and len(path) < 4096 and bool(_SECRET_FILE.search(path.strip().rstrip("/\\")))
+
+
+def secret_files_in(command: str) -> bool:
+    """Does a shell command name a secret file (`cat .env`, `terraform plan -var-file=prod.tfvars`)?"""
+    return bool(command) and any(is_secret_file(token) for token in _PATH_TOKEN.findall(command[:20_000]))
+
+
+def is_secret_manifest(text: str) -> bool:
+    """Is this text (or one document of it) a Kubernetes Secret?"""
+    return "Secret" in text and bool(_SECRET_KIND.search(text))
+
+
+# --- values of known shapes ----------------------------------------------------------------------------------------
+
+# (kind, pattern, group to replace or 0 for the whole match). Order matters: specific before generic.
+# A flag's or an argument's value: a word (not a $VAR, not another flag) or a quoted string.
+_VALUE = r"([^\s\-'\"$][^\s'\"]*|'[^'\n]+'|\"(?!\$)[^\"\n]+\")"
+# What names a secret in prose.
+_SECRET_WORD = (r"(?:password|passphrase|passcode|passwd|pwd|pw|psk|pin|secret|token|"
+                r"(?:api|access|licen[cs]e|private|secret|signing|encryption)[ _\-]?key)")
+# A secret stated in prose: quoted, or a word with a digit, a capital inside or a symbol ("the password is stored
+# in vault" stays).
+# Bounded (a secret is a few hundred characters at most): an unbounded run, tried at every position of a long word,
+# made a 5 MB payload cost minutes.
+_STATED_VALUE = (r"((?-i:[\"'`][^\"'`\n]{3,512}[\"'`]|(?=\S{0,512}?(?:\d|[a-z][A-Z]|[^\w\s.,;:!?'\"`()]))"
+                 r"[^\s,;'\"`()]{4,512}(?<![.!?])))")
+
+SECRET_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
+    (
+        "private-key",
+        re.compile(
+            r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+            re.DOTALL,
+        ),
+        0,
+    ),
+    ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{16,}"), 0),
+    ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"), 0),
+    ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|ABIA|ACCA)[A-Z0-9]{16}\b"), 0),
+    (
+        "aws-secret-key",
+        re.compile(r"(?i)(aws_?secret_?(?:access_?)?key\W{0,3}\s*[=:]\s*[\"']?)([A-Za-z0-9/+=]{40})"),
+        2,
+    ),
+    ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})\b"), 0),
+    ("gitlab-token", re.compile(r"\bgl(?:pat|dt|ptt|rt|cbt|imt|oas)-[A-Za-z0-9_\-]{20,}"), 0),
+    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), 0),
+    ("slack-webhook", re.compile(r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_\-]+"), 0),
+    ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"), 0),
+    ("stripe-key", re.compile(r"\b(?:[rs]k_(?:live|test)_[A-Za-z0-9]{20,}|whsec_[A-Za-z0-9]{24,})\b"), 0),
+    ("sendgrid-key", re.compile(r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"), 0),
+    ("twilio-key", re.compile(r"\b(?:SK|AC)[0-9a-f]{32}\b"), 0),
+    ("mailgun-key", re.compile(r"\bkey-[0-9a-zA-Z]{32}\b"), 0),
+    ("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), 0),
+    ("pypi-token", re.compile(r"\bpypi-[A-Za-z0-9_\-]{50,}"), 0),
+    ("huggingface-token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), 0),
+    ("digitalocean-token", re.compile(r"\bdo[opr]_v1_[a-f0-9]{64}\b"), 0),
+    ("discord-webhook", re.compile(r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]+"), 0),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), 0),
+    (
+        "authorization",
+        re.compile(
+            r"(?i)((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|digest|bot)\s+)?)"
+            r"([^\s\"',;]{4,})"
+        ),
+        2,
+    ),
+    (
+        "api-key-header",
+        re.compile(r"(?i)((?:x-api-key|api-key|x-auth-token|x-access-token)[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{4,})"),
+        2,
+    ),
+    # (a password already masked as *** by database_url.masked is left as it is: one masking form everywhere)
+    ("url-password", re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s:/@\"']*:)(?!\*\*\*@)([^\s@/\"']{1,})(?=@)"), 2),
+    # mysql -pSECRET (glued: "-p SECRET" with a space prompts, and the next word is a database name)
+    ("cli-password", re.compile(r"(\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;&]*?\s-p)"
+                                r"([^\s\-'\"$][^\s'\"]*|'[^'\n]+'|\"[^\"\n]+\")"), 2),
+    # docker/podman/helm/sshpass -p SECRET, curl -u user:SECRET
+    ("cli-password", re.compile(r"(\b(?:(?:docker|podman|nerdctl|buildah|skopeo|oras)\s+login|helm\s+registry\s+login|"
+                                r"sshpass)\b[^\n|;&]*?\s-p(?:\s+|=))([^\s\-'\"$][^\s'\"]*|'[^'\n]+'|\"[^\"\n]+\")"), 2),
+    ("cli-password", re.compile(r"(\b(?:curl|wget|http|https|xh)\b[^\n|;&]*?(?:\s-u\s*|\s--user[=\s]+)['\"]?[^\s:'\"]+:)"
+                                r"((?!\$)[^\s'\"@]+)"), 2),
+    # --password VALUE, --token=VALUE, --api-key VALUE … (not --password-file, --password-stdin or $VARS)
+    ("cli-secret-flag", re.compile(r"(?i)(\s--(?:[a-z0-9]+-)*(?:password|passwd|pass|passphrase|token|api-?key|secret|"
+                                   r"client-secret|auth-token|access-token|access-key|secret-key|secret-string)(?:=|\s+))"
+                                   r"([^\s\-'\"$][^\s'\"]*|'[^'\n]+'|\"[^\"\n]+\")"), 2),
+    # -storepass X, -keypass X, -srcstorepass X (JVM key tools), -passin pass:X, -passout pass:X (openssl), -password X
+    # (not -storepass:env VAR, -passin file:PATH, fd:N, stdin)
+    ("cli-password", re.compile(r"(\s-(?:src|dest|new|old)?(?:store|key)?pass(?:word|phrase|wd|in|out)?(?:\s+|=|:)"
+                                r"(?!file:|env\b|env:|fd:|stdin\b)(?:pass:)?)" + _VALUE), 2),
+    # the short password flag of one tool: redis-cli -a, mongosh -p, ldapsearch -w, sqlcmd -P, 7z -pX, openssl enc -k,
+    # az login -p, doctl -t, gh secret set --body, smbclient -U user%X
+    ("cli-password", re.compile(r"(\b(?:redis-cli\b[^\n|;&]*?\s-a|mongo(?:sh|dump|restore|import|export)?\b[^\n|;&]*?\s-p|"
+                                r"ldap\w*\b[^\n|;&]*?\s-w|(?:sqlcmd|bcp|osql|zip|unzip|zipcloak)\b[^\n|;&]*?\s-P|"
+                                r"openssl\b[^\n|;&]*?\s-k|az\s+login\b[^\n|;&]*?\s(?:-p|--password)|"
+                                r"doctl\b[^\n|;&]*?\s-t|gh\s+secret\s+set\b[^\n|;&]*?\s(?:--body|-b)|"
+                                r"aws\s+(?:ssm\s+put-parameter|secretsmanager\s+\S+)\b[^\n|;&]*?\s--value)(?:\s+|=))"
+                                + _VALUE), 2),
+    ("cli-password", re.compile(r"(\b7z[az]?\b[^\n|;&]*?\s-p)([^\s\-'\"$][^\s'\"]*)"), 2),
+    ("cli-password", re.compile(r"(\bsmbclient\b[^\n|;&]*?\s-U\s*['\"]?[^\s%'\"]+%)([^\s'\"]+)"), 2),
+    # a secret as a positional argument: htpasswd -b FILE USER X, rabbitmqctl add_user USER X, vault login X,
+    # aws configure set aws_secret_access_key X, netlify env:set NAME X, doppler secrets set NAME X
+    ("cli-password", re.compile(r"(\bhtpasswd\s+(?:-\w+\s+)*-\w*b\w*\s+(?:-\w+\s+)*\S+\s+\S+\s+)" + _VALUE), 2),
+    ("cli-password", re.compile(r"(\brabbitmqctl\s+(?:add_user|change_password)\s+\S+\s+)" + _VALUE), 2),
+    ("cli-secret", re.compile(r"(\bvault\s+login\s+)(?!-)([^\s'\"$][^\s'\"]{7,})"), 2),
+    ("cli-secret", re.compile(r"(?i)(\baws\s+configure\s+set\s+\S*(?:secret|token|password)\S*\s+)" + _VALUE), 2),
+    ("cli-secret", re.compile(r"(\b(?:netlify\s+env:set|doppler\s+secrets\s+set|railway\s+variables\s+set|"
+                              r"vercel\s+env\s+add)\s+[A-Za-z_][\w.]*\s+)" + _VALUE), 2),
+    # user/password@ in Oracle's JDBC URLs and sqlplus logins
+    ("url-password", re.compile(r"(jdbc:oracle:\w+:@?[^\s/@:'\"]+/)([^\s@'\"]+)(?=@)"), 2),
+    ("url-password", re.compile(r"(\bsqlplus\s+(?:-\S+\s+)*[^\s/@'\"]+/)([^\s@'\"]+)"), 2),
+    # prose: "changed the db password to X", "use X as the password", "with password X", "creds are deploy / X",
+    # "password X", "the vpn pw's X" (a value with a digit, a capital inside or a symbol, or quoted)
+    ("stated-secret", re.compile(r"(?i)(\b(?:set|changed|reset|updated|rotated)\s+(?:[\w\-]+\s+){0,4}?" + _SECRET_WORD
+                                 + r"\s+to\s+)" + _STATED_VALUE), 2),
+    ("stated-secret", re.compile(r"(?<![^\s\"'`(])" + _STATED_VALUE
+                                 + r"(?=\s+as\s+(?:the|my|our|your)\s+(?:[\w\-]+\s+){0,2}?"
+                                 r"(?i:password|passphrase|passcode|pin|token|secret|api key)"
+                                 r"(?=\s*(?:$|[.,;:!?)]|\s(?:for|of|on|to|in|at)\b)))"), 1),
+    ("stated-secret", re.compile(r"(?i)(\b(?:creds|credentials|login)\b(?:\s+(?:for|of|to|on)(?:\s+[\w.\-]+){1,4}?)?"
+                                 r"\s*(?:are|is|:|=)?\s*[\w.@\-]+\s*[/:]\s*)" + _STATED_VALUE), 2),
+    # "user admin, pass Hunt3r2", "login deploy password Tr0ub4dor", "usr: ci / pw: s3cr3t!": a user named, then
+    # its password under any short name ("pass" alone is a password only right after a user)
+    ("stated-secret", re.compile(r"(?i)(\b(?:user(?:name)?|login|usr|account)\s*(?:is\s+|:|=)?\s*[\w.@+\-]+\s*[,;/]?\s*"
+                                 r"(?:and\s+|with\s+)?(?:(?:the|its|their)\s+)?(?:pass(?:word)?|passwd|passphrase|pwd|pw)"
+                                 r"(?:\s+is|'s|’s)?\s*[:=]?\s*)(?![\d,.]+(?:\s|$))" + _STATED_VALUE), 2),
+    ("stated-secret", re.compile(r"(?i)(\b(?:with\s+(?:the\s+)?)?(?:password|passwd|passphrase|pw|pwd)(?:'s|’s)?\s+)"
+                                 r"(?!is\b|was\b)" + _STATED_VALUE), 2),
+    # SENDGRID_KEY=…, stripe_key: … — a *_key is a secret when its value looks like one (not primary_key: id)
+    ("credential", re.compile(r"(?i)((?<![A-Za-z0-9])[A-Za-z0-9_.\-]*_key[\"']?\s*(?:=|:=|:|=>)\s*[\"']?)"
+                              r"((?-i:(?=[\w\-./+=]*\d)(?=[\w\-./+=]*[A-Z])(?=[\w\-./+=]*[a-z])[\w\-./+=]{16,}"
+                              r"|[a-fA-F0-9]{24,}))"), 2),
+    # prose: "the prod db password is CorrectHorse42", "my api key for staging is …", "the admin pw for grafana is
+    # now …" (a value with a digit, a capital inside or a symbol, or in quotes: "the password is stored in vault"
+    # stays)
+    ("stated-secret", re.compile(
+        r"(?i)(\b" + _SECRET_WORD +
+        r"(?:\s+(?:for|of|to|on|in)(?:\s+[\w.\-]+){1,4}?)?\s+(?:is|was|=|:|is now|set to|changed to)\s+)"
+        r"((?-i:[\"'`][^\"'`\n]{3,512}[\"'`]|(?=\S{0,512}?(?:\d|[a-z][A-Z]|[^\w\s.,;:!?'\"`()]))"
+        r"[^\s,;'\"`()]{4,}(?<![.!?])))"), 2),
+]
