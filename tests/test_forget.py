@@ -154,3 +154,43 @@ def test_purge_all(hooks, home, project):
     with stored(home) as recall:
         assert recall.store.counts()["memories"] == 0
     assert files_holding(home, CODENAME) == []
+
+
+def test_a_forget_is_not_undone_by_importing_the_transcript_it_came_from(demo, home, tmp_path):
+    """Issue 5.1: `recall forget N`, then `recall import ~/.claude/projects`, brought the forgotten prompt back as a new
+    memory (an import makes its own event ids), with its fact. The prompt was captured live, its transcript is
+    imported afterwards: the prompt stays gone, its answer comes back as it stood after the forget (without the
+    quoted question), and no copy of its words is anywhere in the store."""
+    from test_import import write_transcript
+
+    from memory_store.shared.projects import project_for
+
+    said = f"from now on the canary stage takes 25 minutes and the release codename is {CODENAME}"
+    answer = "Noted: the canary stage is updated; the codename stays out of the public changelog."
+    other = ("which branch do hotfixes start from?", "Hotfixes branch off the latest release tag, never main.")
+    session = str(uuid.uuid4())
+    demo.fire("SessionStart-startup", session)
+    for number, (prompt, reply) in enumerate([(said, answer), other]):
+        demo.fire("UserPromptSubmit", session, prompt=prompt, prompt_id=f"p{number}")
+        demo.fire("Stop", session, prompt_id=f"p{number}", last_assistant_message=reply)
+    demo.fire("SessionEnd-other", session)
+    demo.recall.embed_pending()
+    project = project_for(demo.path)
+    prompt = next(m for m in demo.recall.select(project=project) if CODENAME in m.text)
+    transcript = write_transcript(tmp_path / "projects" / "demo" / f"{session}.jsonl", session, demo.path,
+                                  [("user", said), ("assistant", answer), ("user", other[0]), ("assistant", other[1])],
+                                  "2026-11-30T09:00:00+00:00")
+    before = len(demo.recall.select(project=project))
+    invoke("forget", prompt.id, "--yes", "--all-projects", "--home", home)
+    assert not [item for item in demo.recall.knowledge(project) if "25 minutes" in item.text]
+
+    for _ in range(2):  # and again: still nothing
+        report = demo.recall.import_transcripts([transcript.parent])
+        demo.recall.embed_pending()
+        assert report.new_memories == 0
+    kept = demo.recall.select(project=project)
+    assert len(kept) == before - 1
+    assert not [m for m in kept if CODENAME in m.text or CODENAME in json.dumps(m.meta)]
+    assert not [item for item in demo.recall.store.knowledge(project, current=False) if "25 minutes" in item.text]
+    assert any(m.kind == "exchange" and "canary stage" in m.text for m in kept)  # the answer stays, unquoted
+    assert files_holding(home, CODENAME) == []

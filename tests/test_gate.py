@@ -273,7 +273,7 @@ def test_the_prompt_hook_embeds_a_prompt_once_beginning_before_it_is_stored(reca
     embedder.embed_query = lambda text: calls.append(text) or embed_query(text)  # a query embedded on its own
     embedder._query_from = lambda text, feed: calls.append(text) or query_from(text, feed)  # one begun ahead
     embedder.start_ahead = lambda text: order.append("embedding started") or start_ahead(text)
-    store.record = lambda *args: order.append("prompt stored") or record(*args)
+    store.record = lambda *args, **kw: order.append("prompt stored") or record(*args, **kw)
     try:
         assert "--abort-on-container-exit" in demo.ask("why did the CI pipeline get stuck after the integration stage?")
         assert calls == ["why did the CI pipeline get stuck after the integration stage?"]

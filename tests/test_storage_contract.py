@@ -117,6 +117,15 @@ def test_forget_removes_the_text_everywhere_and_a_reimport_does_not_restore_it(r
         assert "bluebird" not in " ".join(context) and "bluebird" not in memory.text
     again = recall.store.record("t2", draft("the admin password hint is bluebird", kind="exchange"))
     assert again.duplicate_event and recall.store.counts()["memories"] == 2
+    # Read back from a file under another event id (an import): its tombstone keeps it forgotten, while a new text
+    # and the same text said again live (a new event, not a restored one) are kept.
+    restored = recall.store.record("import:t2", draft("the admin password hint is bluebird", kind="exchange",
+                                                      meta={"prompt": "what is the admin password hint?"}),
+                                   restoring=True)
+    assert restored.memory_id is None and recall.store.counts()["memories"] == 2
+    assert recall.store.record("import:t4", draft("the hint moved to the vault"), restoring=True).created
+    tombstones = recall.store.db.all("SELECT digest FROM tombstones")
+    assert tombstones and not [d for (d,) in tombstones if "bluebird" in d]
 
 
 def test_search_stays_in_its_project_unless_asked(recall):

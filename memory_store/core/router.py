@@ -70,11 +70,12 @@ class Context:
     respond: bool  # someone waits for the hook's output (False when replaying the spool)
     client: str = CLAUDE_CODE  # the agent whose hook sent it (shared/wire.py CLIENTS)
 
-    def keep(self, key: str, draft: MemoryDraft | None, at: float | None = None) -> Recorded:
-        """Record the event (or a part of it) under `key`, with what it teaches and the agent it came from."""
+    def keep(self, key: str, draft: MemoryDraft | None, at: float | None = None, *, restoring: bool = False) -> Recorded:
+        """Record the event (or a part of it) under `key`, with what it teaches and the agent it came from
+        (`restoring`: read back from the transcript, where a forgotten memory stays forgotten)."""
         if draft is not None:
             draft.meta["client"] = self.client
-        return self.store.record(key, draft, self.at if at is None else at)
+        return self.store.record(key, draft, self.at if at is None else at, restoring=restoring)
 
 
 def on_session_start(ctx: Context, event: SessionStart) -> dict:
@@ -335,11 +336,11 @@ def recover_last_turn(ctx: Context, event: SessionEnd) -> None:
         at = call["at"] or ctx.at
         draft = tool_memory(store.config.capture, str(store.paths.home), ctx.project, at, event.session_id, event.cwd,
                             call["name"], call["input"], call["id"], call["result"], call["error"])
-        ctx.keep(key, from_transcript(draft), at)
+        ctx.keep(key, from_transcript(draft), at, restoring=True)
     if turn.answer and not store.answered(prompt) and not store.has_event(recovered_key(event.session_id, prompt.id)):
         draft = capture.exchange_memory(prompt.text, turn.answer, store.config.capture, ctx.project,
                                         event.session_id, ctx.at, meta)
-        ctx.keep(recovered_key(event.session_id, prompt.id), from_transcript(draft))
+        ctx.keep(recovered_key(event.session_id, prompt.id), from_transcript(draft), restoring=True)
 
 
 def opened_by(turn: LastTurn, prompt: Memory, store: Store, project: str) -> bool:

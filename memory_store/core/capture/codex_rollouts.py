@@ -152,7 +152,7 @@ def import_rollout(store: Store, path: Path, report: ImportReport) -> int:
             draft.meta["client"] = CODEX
     if Path(root).is_dir():
         store.note_project_path(project, root)
-    results = store.record_many(items)
+    results = store.record_many(items, restoring=True)
     if session.started:
         store.import_session(session.id, project, session.started, session.ended, str(path))
     report.events += len(results)

@@ -118,7 +118,7 @@ def import_export_file(store: Store, path: Path, report: ImportReport) -> int:
             key = hashlib.sha1(f"{draft.project}\0{draft.kind}\0{draft.text}\0{at}".encode()).hexdigest()
             items.append((f"export-{key}", draft, at))
             pins.append(bool(data.get("pinned")))
-    results = store.record_many(items)
+    results = store.record_many(items, restoring=True)
     pinned = [r.memory_id for r, pin in zip(results, pins) if pin and r.memory_id]
     if pinned:
         store.set_pinned(pinned, True)
@@ -153,7 +153,7 @@ def import_file(store: Store, path: Path, report: ImportReport, agents: Sequence
         reader.add_subagent(agent_id, entries)
     for project, root in places:
         store.note_project_path(project, root)
-    results = store.record_many(reader.drafts())
+    results = store.record_many(reader.drafts(), restoring=True)
     for session_id, (project, started, ended) in sessions.items():
         store.import_session(session_id, project, started, ended, str(path))
     report.events += len(results)

@@ -15,24 +15,29 @@ from ...shared.projects import GLOBAL_PROJECT
 from ...shared.text import one_line
 from ..records import Memory, MemoryDraft
 from ..trust import trust_of
-from .base import CONVERSATION_KINDS, MEMORY_COLUMNS, TURN_SEPARATOR, Recorded, Row, content_hash, marks
+from . import tombstones
+from .base import CONVERSATION_KINDS, MEMORY_COLUMNS, TURN_SEPARATOR, Recorded, Row, marks
 from .contract import StoreContract
 
 
 class Memories(StoreContract):
     # --- capture --------------------------------------------------------------------------------
 
-    def record(self, event_id: str, draft: MemoryDraft | None, received_at: float | None = None) -> Recorded:
-        """Store one event exactly once (by `event_id`) and the memory it produced, if any."""
-        return self.record_many([(event_id, draft, received_at)])[0]
+    def record(self, event_id: str, draft: MemoryDraft | None, received_at: float | None = None, *,
+               restoring: bool = False) -> Recorded:
+        """Store one event exactly once (by `event_id`) and the memory it produced, if any. `restoring`: the memory
+        is read back from a file (an import, a transcript's recovery), and a forgotten one stays forgotten
+        (storage/tombstones.py)."""
+        return self.record_many([(event_id, draft, received_at)], restoring=restoring)[0]
 
-    def record_many(self, items: Sequence[tuple[str, MemoryDraft | None, float | None]]) -> list[Recorded]:
+    def record_many(self, items: Sequence[tuple[str, MemoryDraft | None, float | None]], *,
+                    restoring: bool = False) -> list[Recorded]:
         """Store many events in one transaction (imports and spool batches)."""
         with self.db.write():
-            return [self._record_one(event_id, draft, received_at or time.time())
+            return [self._record_one(event_id, draft, received_at or time.time(), restoring)
                     for event_id, draft, received_at in items]
 
-    def _record_one(self, event_id: str, draft: MemoryDraft | None, received_at: float) -> Recorded:
+    def _record_one(self, event_id: str, draft: MemoryDraft | None, received_at: float, restoring: bool) -> Recorded:
         db = self.db
         # One round trip for both ledgers (a server is a round trip away): seen before? forgotten?
         seen, memory_id, forgotten = db.row(
@@ -40,12 +45,12 @@ class Memories(StoreContract):
             "EXISTS (SELECT 1 FROM forgotten WHERE event_id = ?)", (event_id, event_id, event_id))
         if seen:
             return Recorded(memory_id, False, True)
-        if draft is None or forgotten:
+        if draft is None or forgotten or (restoring and tombstones.buried(db, draft)):
             db.run("INSERT INTO events(event_id, memory_id, received_at) VALUES (?, NULL, ?)", (event_id, received_at))
             return Recorded(None, False, False)
         # An answer is the same memory only for the same question: eleven "Done." replies to eleven
         # prompts are eleven turns.
-        digest = content_hash(draft.text if draft.kind != "exchange" else f"{draft.meta.get('prompt', '')}\n{draft.text}")
+        digest = tombstones.memory_digest(draft.kind, draft.text, str(draft.meta.get("prompt", "")))
         existing = db.one(f"SELECT id FROM memories WHERE project = ? AND kind = ? AND content_hash = ? "
                           f"AND {self.db.dialect.mine}", (draft.project, draft.kind, digest))
         if existing:

@@ -13,6 +13,7 @@ import time
 
 from ...shared.text import one_line
 from ..records import Memory
+from . import tombstones
 from .base import CONVERSATION_KINDS, MEMORY_COLUMNS, TURN_SEPARATOR, marks
 from .contract import StoreContract
 
@@ -24,7 +25,8 @@ class Upkeep(StoreContract):
         """Delete memories for good and return them: their rows, vectors and index entries, and every
         copy of their text in other memories (neighbours' context columns, an exchange's question).
         Only this role's own memories are deleted (a teammate's shared memory is theirs to forget).
-        Re-imports will not restore them (the `forgotten` ledger keeps event ids)."""
+        Nothing brings them back: a retried event is known by its id (the `forgotten` ledger), an import of the
+        transcript they came from by their tombstones (storage/tombstones.py)."""
         if not memory_ids:
             return []
         with self.db.lock:
@@ -37,6 +39,7 @@ class Upkeep(StoreContract):
                     return []
                 self.db.run(f"INSERT INTO forgotten(event_id, forgotten_at) SELECT event_id, ? FROM events "
                             f"WHERE memory_id IN ({marks(ids)}) ON CONFLICT DO NOTHING", [time.time(), *ids])
+                tombstones.bury(self.db, ids, time.time())
                 self._forget_derived(ids)
                 self.db.run(f"DELETE FROM memories WHERE id IN ({marks(ids)})", ids)
                 if self.recent_vectors is not None:
@@ -74,14 +77,20 @@ class Upkeep(StoreContract):
 
     def _drop_quoted_questions(self, session_id: str, project: str, texts: list[str]) -> None:
         """An exchange keeps a preview of its prompt in meta["prompt"]: drop it when that prompt is forgotten."""
-        for memory_id, meta_json in self.db.all(
-                "SELECT id, meta FROM memories WHERE session_id = ? AND project = ? AND kind = 'exchange'",
+        for memory_id, meta_json, text_of in self.db.all(
+                "SELECT id, meta, text FROM memories WHERE session_id = ? AND project = ? AND kind = 'exchange'",
                 (session_id, project)):
             meta = json.loads(meta_json or "{}")
             quoted = str(meta.get("prompt") or "").rstrip("…").strip()
             if quoted and any(quoted in text for text in texts):
                 meta.pop("prompt")
                 self.db.run("UPDATE memories SET meta = ? WHERE id = ?", (json.dumps(meta, ensure_ascii=False), memory_id))
+                # Its identity without the question: an import of the same answer, which loses the forgotten quote
+                # too (storage/tombstones.py), is this memory again, not a second one.
+                self.db.run("UPDATE memories SET content_hash = ? WHERE id = ? AND NOT EXISTS (SELECT 1 FROM memories o "
+                            "WHERE o.project = memories.project AND o.kind = 'exchange' AND o.content_hash = ?)",
+                            (tombstones.memory_digest("exchange", text_of, ""), memory_id,
+                             tombstones.memory_digest("exchange", text_of, "")))
 
     def purge(self) -> dict[str, int]:
         """Delete every memory of every project (this role's own); returns how many per project."""
@@ -92,6 +101,7 @@ class Upkeep(StoreContract):
                 self.db.run("INSERT INTO forgotten(event_id, forgotten_at) SELECT event_id, ? FROM events "
                             "WHERE memory_id IS NOT NULL ON CONFLICT DO NOTHING", (time.time(),))
                 ids = [r[0] for r in self.db.all(f"SELECT id FROM memories WHERE {self.db.dialect.mine}")]
+                tombstones.bury(self.db, ids, time.time())
                 self._forget_derived(ids)
                 self.db.run(f"DELETE FROM memories WHERE {self.db.dialect.mine}")
                 self.db.run("DELETE FROM injection_receipts")

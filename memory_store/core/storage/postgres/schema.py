@@ -280,7 +280,28 @@ CREATE POLICY own ON {SCHEMA}.ties USING (owner = current_user) WITH CHECK (owne
 """
 
 
-MIGRATIONS = [_v1, _v2, _v3]  # each takes the team's vector dimension and returns SQL; index + 1 = version
+def _v4(dim: int) -> str:
+    """Tombstones of forgotten memories and the key they are hashed with (sqlite/schema.m012_tombstones), each
+    owner's own."""
+    return f"""
+CREATE TABLE {SCHEMA}.tombstones (
+    owner text NOT NULL DEFAULT current_user,
+    digest text NOT NULL,
+    forgotten_at double precision NOT NULL,
+    PRIMARY KEY (owner, digest)
+);
+CREATE TABLE {SCHEMA}.tombstone_key (
+    owner text PRIMARY KEY DEFAULT current_user,
+    key bytea NOT NULL
+);
+""" + "".join(f"""
+ALTER TABLE {SCHEMA}.{table} ENABLE ROW LEVEL SECURITY;
+ALTER TABLE {SCHEMA}.{table} FORCE ROW LEVEL SECURITY;
+CREATE POLICY own ON {SCHEMA}.{table} USING (owner = current_user) WITH CHECK (owner = current_user);
+""" for table in ("tombstones", "tombstone_key"))
+
+
+MIGRATIONS = [_v1, _v2, _v3, _v4]  # each takes the team's vector dimension and returns SQL; index + 1 = version
 
 
 def grants() -> str:

@@ -334,9 +334,20 @@ def m011_ties(conn: apsw.Connection) -> None:
     )
 
 
+def m012_tombstones(conn: apsw.Connection) -> None:
+    """What stays of a forgotten memory (storage/tombstones.py): a keyed hash of its content, never the content, so
+    that an import of the transcript it came from does not bring it back; and the store's random key."""
+    conn.execute(
+        """
+        CREATE TABLE tombstones (digest TEXT PRIMARY KEY, forgotten_at REAL NOT NULL) WITHOUT ROWID;
+        CREATE TABLE tombstone_key (key BLOB NOT NULL);
+        """
+    )
+
+
 MIGRATIONS = [m001_initial, m002_forget_for_good, m003_vector_changes, m004_pins_and_receipts, m005_sources,
               m006_pruned, m007_fts_merge_on_forget, m008_owner_and_visibility, m009_project_paths_and_sharing,
-              m010_knowledge, m011_ties]
+              m010_knowledge, m011_ties, m012_tombstones]
 
 
 def local_user() -> str:
