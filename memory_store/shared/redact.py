@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from .secrets import (
+    MAYBE_SECRET_NAME,
     NAMED_IN_WORDS,
     NAMED_VALUE,
     SECRET_PATTERNS,
@@ -76,8 +77,10 @@ def redact(text: str) -> str:
     """Replace every secret found in `text` with a `[REDACTED:<kind>]` marker."""
     if not text:
         return text
-    for kind, pattern, group in SECRET_PATTERNS:
-        text = pattern.sub(_replace(kind, group), text)
+    lowered = text.lower()
+    for kind, pattern, group, anchors in SECRET_PATTERNS:
+        if any(anchor in lowered for anchor in anchors):
+            text = pattern.sub(_replace(kind, group), text)
     text = _redact_named(text)
     if is_secret_manifest(text):
         text = _redact_manifest_data(text)
@@ -85,10 +88,20 @@ def redact(text: str) -> str:
 
 
 def _redact_named(text: str) -> str:
-    """The values of settings named as secrets (shared/secrets.py NAMED_VALUE, is_secret_name)."""
+    """The values of settings named as secrets (shared/secrets.py NAMED_VALUE, is_secret_name): looked at where a name
+    holds a secret's word (MAYBE_SECRET_NAME), from the start of that name."""
+    starts = set()
+    for hit in MAYBE_SECRET_NAME.finditer(text):
+        start = hit.start()
+        while start > 0 and hit.start() - start < 120 and (text[start - 1].isalnum() or text[start - 1] in "_.-"):
+            start -= 1
+        starts.add(start)
+    if not starts:
+        return text
+    matches = sorted((m for start in starts for pattern in (NAMED_VALUE, NAMED_IN_WORDS)
+                      if (m := pattern.match(text, start))), key=lambda m: m.start("value"))
     kept: list[str] = []
     done = 0
-    matches = sorted([*NAMED_VALUE.finditer(text), *NAMED_IN_WORDS.finditer(text)], key=lambda m: m.start("value"))
     for match in matches:
         start, end = match.span("value")
         if start < done or match.group("value").strip("'\"").startswith(MARKER_PREFIX) or \

@@ -39,6 +39,9 @@ primary secondary main default live sandbox ci internal external
 # A name written as one lowercase word still ends in one of these (`dbpassword`, `authtoken`).
 _SECRET_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "credentials", "privatekey")
 _NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+# A piece every secret's name holds (SECRET_WORDS, KEY_QUALIFIERS' "… key", _SECRET_ENDINGS): only a name around one
+# of these is looked at (most texts name no secret, and a file of settings has a name on every line).
+MAYBE_SECRET_NAME = re.compile(r"pass|pw|psk|secret|token|key|cred|salt|pepper|cookie|otp", re.IGNORECASE)
 
 
 def name_words(name: str) -> list[str]:
@@ -117,7 +120,7 @@ def is_secret_manifest(text: str) -> bool:
 
 # --- values of known shapes ----------------------------------------------------------------------------------------
 
-# (kind, pattern, group to replace or 0 for the whole match). Order matters: specific before generic.
+# Order matters: specific before generic.
 # A flag's or an argument's value: a word (not a $VAR, not another flag) or a quoted string.
 _VALUE = r"([^\s\-'\"$][^\s'\"]*|'[^'\n]+'|\"(?!\$)[^\"\n]+\")"
 # What names a secret in prose.
@@ -130,69 +133,78 @@ _SECRET_WORD = (r"(?:password|passphrase|passcode|passwd|pwd|pw|psk|pin|secret|t
 _STATED_VALUE = (r"((?-i:[\"'`][^\"'`\n]{3,512}[\"'`]|(?=\S{0,512}?(?:\d|[a-z][A-Z]|[^\w\s.,;:!?'\"`()]))"
                  r"[^\s,;'\"`()]{4,512}(?<![.!?])))")
 
-SECRET_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
+# (kind, pattern, group to replace or 0 for the whole match, anchors: lowercase pieces one of which a text must hold for
+# the pattern to be tried at all; most texts hold none, and fifty patterns tried on 64 KB cost a hook its time).
+SECRET_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...]]] = [
     (
         "private-key",
         re.compile(
             r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
             re.DOTALL,
         ),
-        0,
+        0, ('private key',),
     ),
-    ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{16,}"), 0),
-    ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"), 0),
-    ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|ABIA|ACCA)[A-Z0-9]{16}\b"), 0),
+    ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{16,}"), 0, ('sk-ant-',)),
+    ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"), 0, ('sk-',)),
+    ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|ABIA|ACCA)[A-Z0-9]{16}\b"),
+        0, ('akia', 'asia', 'agpa', 'aida', 'aroa', 'anpa', 'anva', 'aipa', 'abia', 'acca')),
     (
         "aws-secret-key",
         re.compile(r"(?i)(aws_?secret_?(?:access_?)?key\W{0,3}\s*[=:]\s*[\"']?)([A-Za-z0-9/+=]{40})"),
-        2,
+        2, ('secret',),
     ),
-    ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})\b"), 0),
-    ("gitlab-token", re.compile(r"\bgl(?:pat|dt|ptt|rt|cbt|imt|oas)-[A-Za-z0-9_\-]{20,}"), 0),
-    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), 0),
-    ("slack-webhook", re.compile(r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_\-]+"), 0),
-    ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"), 0),
-    ("stripe-key", re.compile(r"\b(?:[rs]k_(?:live|test)_[A-Za-z0-9]{20,}|whsec_[A-Za-z0-9]{24,})\b"), 0),
-    ("sendgrid-key", re.compile(r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"), 0),
-    ("twilio-key", re.compile(r"\b(?:SK|AC)[0-9a-f]{32}\b"), 0),
-    ("mailgun-key", re.compile(r"\bkey-[0-9a-zA-Z]{32}\b"), 0),
-    ("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), 0),
-    ("pypi-token", re.compile(r"\bpypi-[A-Za-z0-9_\-]{50,}"), 0),
-    ("huggingface-token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), 0),
-    ("digitalocean-token", re.compile(r"\bdo[opr]_v1_[a-f0-9]{64}\b"), 0),
-    ("discord-webhook", re.compile(r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]+"), 0),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), 0),
+    ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
+        0, ('ghp_', 'gho_', 'ghu_', 'ghs_', 'ghr_', 'github_pat_')),
+    ("gitlab-token", re.compile(r"\bgl(?:pat|dt|ptt|rt|cbt|imt|oas)-[A-Za-z0-9_\-]{20,}"),
+        0, ('glpat-', 'gldt-', 'glptt-', 'glrt-', 'glcbt-', 'glimt-', 'gloas-')),
+    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), 0, ('xox',)),
+    ("slack-webhook", re.compile(r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_\-]+"),
+        0, ('hooks.slack.com',)),
+    ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"), 0, ('aiza',)),
+    ("stripe-key", re.compile(r"\b(?:[rs]k_(?:live|test)_[A-Za-z0-9]{20,}|whsec_[A-Za-z0-9]{24,})\b"),
+        0, ('sk_live_', 'sk_test_', 'rk_live_', 'rk_test_', 'whsec_')),
+    ("sendgrid-key", re.compile(r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"), 0, ('sg.',)),
+    ("twilio-key", re.compile(r"\b(?:SK|AC)[0-9a-f]{32}\b"), 0, ('sk', 'ac')),
+    ("mailgun-key", re.compile(r"\bkey-[0-9a-zA-Z]{32}\b"), 0, ('key-',)),
+    ("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), 0, ('npm_',)),
+    ("pypi-token", re.compile(r"\bpypi-[A-Za-z0-9_\-]{50,}"), 0, ('pypi-',)),
+    ("huggingface-token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), 0, ('hf_',)),
+    ("digitalocean-token", re.compile(r"\bdo[opr]_v1_[a-f0-9]{64}\b"), 0, ('doo_v1_', 'dop_v1_', 'dor_v1_')),
+    ("discord-webhook", re.compile(r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]+"),
+        0, ('discord',)),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), 0, ('eyj',)),
     (
         "authorization",
         re.compile(
             r"(?i)((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|digest|bot)\s+)?)"
             r"([^\s\"',;]{4,})"
         ),
-        2,
+        2, ('authorization',),
     ),
     (
         "api-key-header",
         re.compile(r"(?i)((?:x-api-key|api-key|x-auth-token|x-access-token)[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{4,})"),
-        2,
+        2, ('api-key', 'auth-token', 'access-token'),
     ),
     # (a password already masked as *** by database_url.masked is left as it is: one masking form everywhere)
-    ("url-password", re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s:/@\"']*:)(?!\*\*\*@)([^\s@/\"']{1,})(?=@)"), 2),
+    ("url-password", re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s:/@\"']*:)(?!\*\*\*@)([^\s@/\"']{1,})(?=@)"), 2, ('://',)),
     # mysql -pSECRET (glued: "-p SECRET" with a space prompts, and the next word is a database name)
     ("cli-password", re.compile(r"(\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;&]*?\s-p)"
-                                r"([^\s\-'\"$][^\s'\"]*|'[^'\n]+'|\"[^\"\n]+\")"), 2),
+                                r"([^\s\-'\"$][^\s'\"]*|'[^'\n]+'|\"[^\"\n]+\")"), 2, ('mysql', 'mariadb')),
     # docker/podman/helm/sshpass -p SECRET, curl -u user:SECRET
     ("cli-password", re.compile(r"(\b(?:(?:docker|podman|nerdctl|buildah|skopeo|oras)\s+login|helm\s+registry\s+login|"
-                                r"sshpass)\b[^\n|;&]*?\s-p(?:\s+|=))([^\s\-'\"$][^\s'\"]*|'[^'\n]+'|\"[^\"\n]+\")"), 2),
+                                r"sshpass)\b[^\n|;&]*?\s-p(?:\s+|=))([^\s\-'\"$][^\s'\"]*|'[^'\n]+'|\"[^\"\n]+\")"),
+                                    2, ('login', 'sshpass')),
     ("cli-password", re.compile(r"(\b(?:curl|wget|http|https|xh)\b[^\n|;&]*?(?:\s-u\s*|\s--user[=\s]+)['\"]?[^\s:'\"]+:)"
-                                r"((?!\$)[^\s'\"@]+)"), 2),
+                                r"((?!\$)[^\s'\"@]+)"), 2, ('curl', 'wget', 'http', 'xh')),
     # --password VALUE, --token=VALUE, --api-key VALUE … (not --password-file, --password-stdin or $VARS)
     ("cli-secret-flag", re.compile(r"(?i)(\s--(?:[a-z0-9]+-)*(?:password|passwd|pass|passphrase|token|api-?key|secret|"
                                    r"client-secret|auth-token|access-token|access-key|secret-key|secret-string)(?:=|\s+))"
-                                   r"([^\s\-'\"$][^\s'\"]*|'[^'\n]+'|\"[^\"\n]+\")"), 2),
+                                   r"([^\s\-'\"$][^\s'\"]*|'[^'\n]+'|\"[^\"\n]+\")"), 2, ('--',)),
     # -storepass X, -keypass X, -srcstorepass X (JVM key tools), -passin pass:X, -passout pass:X (openssl), -password X
     # (not -storepass:env VAR, -passin file:PATH, fd:N, stdin)
     ("cli-password", re.compile(r"(\s-(?:src|dest|new|old)?(?:store|key)?pass(?:word|phrase|wd|in|out)?(?:\s+|=|:)"
-                                r"(?!file:|env\b|env:|fd:|stdin\b)(?:pass:)?)" + _VALUE), 2),
+                                r"(?!file:|env\b|env:|fd:|stdin\b)(?:pass:)?)" + _VALUE), 2, ('pass',)),
     # the short password flag of one tool: redis-cli -a, mongosh -p, ldapsearch -w, sqlcmd -P, 7z -pX, openssl enc -k,
     # az login -p, doctl -t, gh secret set --body, smbclient -U user%X
     ("cli-password", re.compile(r"(\b(?:redis-cli\b[^\n|;&]*?\s-a|mongo(?:sh|dump|restore|import|export)?\b[^\n|;&]*?\s-p|"
@@ -200,41 +212,45 @@ SECRET_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
                                 r"openssl\b[^\n|;&]*?\s-k|az\s+login\b[^\n|;&]*?\s(?:-p|--password)|"
                                 r"doctl\b[^\n|;&]*?\s-t|gh\s+secret\s+set\b[^\n|;&]*?\s(?:--body|-b)|"
                                 r"aws\s+(?:ssm\s+put-parameter|secretsmanager\s+\S+)\b[^\n|;&]*?\s--value)(?:\s+|=))"
-                                + _VALUE), 2),
-    ("cli-password", re.compile(r"(\b7z[az]?\b[^\n|;&]*?\s-p)([^\s\-'\"$][^\s'\"]*)"), 2),
-    ("cli-password", re.compile(r"(\bsmbclient\b[^\n|;&]*?\s-U\s*['\"]?[^\s%'\"]+%)([^\s'\"]+)"), 2),
+                                + _VALUE), 2,
+     ('redis-cli', 'mongo', 'ldap', 'sqlcmd', 'bcp', 'osql', 'zip', 'openssl', 'login', 'doctl', 'secret', 'aws')),
+    ("cli-password", re.compile(r"(\b7z[az]?\b[^\n|;&]*?\s-p)([^\s\-'\"$][^\s'\"]*)"), 2, ('7z',)),
+    ("cli-password", re.compile(r"(\bsmbclient\b[^\n|;&]*?\s-U\s*['\"]?[^\s%'\"]+%)([^\s'\"]+)"), 2, ('smbclient',)),
     # a secret as a positional argument: htpasswd -b FILE USER X, rabbitmqctl add_user USER X, vault login X,
     # aws configure set aws_secret_access_key X, netlify env:set NAME X, doppler secrets set NAME X
-    ("cli-password", re.compile(r"(\bhtpasswd\s+(?:-\w+\s+)*-\w*b\w*\s+(?:-\w+\s+)*\S+\s+\S+\s+)" + _VALUE), 2),
-    ("cli-password", re.compile(r"(\brabbitmqctl\s+(?:add_user|change_password)\s+\S+\s+)" + _VALUE), 2),
-    ("cli-secret", re.compile(r"(\bvault\s+login\s+)(?!-)([^\s'\"$][^\s'\"]{7,})"), 2),
-    ("cli-secret", re.compile(r"(?i)(\baws\s+configure\s+set\s+\S*(?:secret|token|password)\S*\s+)" + _VALUE), 2),
+    ("cli-password", re.compile(r"(\bhtpasswd\s+(?:-\w+\s+)*-\w*b\w*\s+(?:-\w+\s+)*\S+\s+\S+\s+)" + _VALUE),
+        2, ('htpasswd',)),
+    ("cli-password", re.compile(r"(\brabbitmqctl\s+(?:add_user|change_password)\s+\S+\s+)" + _VALUE), 2, ('rabbitmqctl',)),
+    ("cli-secret", re.compile(r"(\bvault\s+login\s+)(?!-)([^\s'\"$][^\s'\"]{7,})"), 2, ('vault',)),
+    ("cli-secret", re.compile(r"(?i)(\baws\s+configure\s+set\s+\S*(?:secret|token|password)\S*\s+)" + _VALUE), 2, ('aws',)),
     ("cli-secret", re.compile(r"(\b(?:netlify\s+env:set|doppler\s+secrets\s+set|railway\s+variables\s+set|"
-                              r"vercel\s+env\s+add)\s+[A-Za-z_][\w.]*\s+)" + _VALUE), 2),
+                              r"vercel\s+env\s+add)\s+[A-Za-z_][\w.]*\s+)" + _VALUE),
+                                  2, ('netlify', 'doppler', 'railway', 'vercel')),
     # user/password@ in Oracle's JDBC URLs and sqlplus logins
-    ("url-password", re.compile(r"(jdbc:oracle:\w+:@?[^\s/@:'\"]+/)([^\s@'\"]+)(?=@)"), 2),
-    ("url-password", re.compile(r"(\bsqlplus\s+(?:-\S+\s+)*[^\s/@'\"]+/)([^\s@'\"]+)"), 2),
+    ("url-password", re.compile(r"(jdbc:oracle:\w+:@?[^\s/@:'\"]+/)([^\s@'\"]+)(?=@)"), 2, ('jdbc:oracle',)),
+    ("url-password", re.compile(r"(\bsqlplus\s+(?:-\S+\s+)*[^\s/@'\"]+/)([^\s@'\"]+)"), 2, ('sqlplus',)),
     # prose: "changed the db password to X", "use X as the password", "with password X", "creds are deploy / X",
     # "password X", "the vpn pw's X" (a value with a digit, a capital inside or a symbol, or quoted)
     ("stated-secret", re.compile(r"(?i)(\b(?:set|changed|reset|updated|rotated)\s+(?:[\w\-]+\s+){0,4}?" + _SECRET_WORD
-                                 + r"\s+to\s+)" + _STATED_VALUE), 2),
+                                 + r"\s+to\s+)" + _STATED_VALUE), 2, ('pass', 'pw', 'psk', 'pin', 'secret', 'token', 'key')),
     ("stated-secret", re.compile(r"(?<![^\s\"'`(])" + _STATED_VALUE
                                  + r"(?=\s+as\s+(?:the|my|our|your)\s+(?:[\w\-]+\s+){0,2}?"
                                  r"(?i:password|passphrase|passcode|pin|token|secret|api key)"
-                                 r"(?=\s*(?:$|[.,;:!?)]|\s(?:for|of|on|to|in|at)\b)))"), 1),
+                                 r"(?=\s*(?:$|[.,;:!?)]|\s(?:for|of|on|to|in|at)\b)))"),
+                                     1, ('pass', 'pin', 'token', 'secret', 'api key')),
     ("stated-secret", re.compile(r"(?i)(\b(?:creds|credentials|login)\b(?:\s+(?:for|of|to|on)(?:\s+[\w.\-]+){1,4}?)?"
-                                 r"\s*(?:are|is|:|=)?\s*[\w.@\-]+\s*[/:]\s*)" + _STATED_VALUE), 2),
+                                 r"\s*(?:are|is|:|=)?\s*[\w.@\-]+\s*[/:]\s*)" + _STATED_VALUE), 2, ('cred', 'login')),
     # "user admin, pass Hunt3r2", "login deploy password Tr0ub4dor", "usr: ci / pw: s3cr3t!": a user named, then
     # its password under any short name ("pass" alone is a password only right after a user)
     ("stated-secret", re.compile(r"(?i)(\b(?:user(?:name)?|login|usr|account)\s*(?:is\s+|:|=)?\s*[\w.@+\-]+\s*[,;/]?\s*"
                                  r"(?:and\s+|with\s+)?(?:(?:the|its|their)\s+)?(?:pass(?:word)?|passwd|passphrase|pwd|pw)"
-                                 r"(?:\s+is|'s|’s)?\s*[:=]?\s*)(?![\d,.]+(?:\s|$))" + _STATED_VALUE), 2),
+                                 r"(?:\s+is|'s|’s)?\s*[:=]?\s*)(?![\d,.]+(?:\s|$))" + _STATED_VALUE), 2, ('pass', 'pw')),
     ("stated-secret", re.compile(r"(?i)(\b(?:with\s+(?:the\s+)?)?(?:password|passwd|passphrase|pw|pwd)(?:'s|’s)?\s+)"
-                                 r"(?!is\b|was\b)" + _STATED_VALUE), 2),
+                                 r"(?!is\b|was\b)" + _STATED_VALUE), 2, ('pass', 'pw')),
     # SENDGRID_KEY=…, stripe_key: … — a *_key is a secret when its value looks like one (not primary_key: id)
     ("credential", re.compile(r"(?i)((?<![A-Za-z0-9])[A-Za-z0-9_.\-]*_key[\"']?\s*(?:=|:=|:|=>)\s*[\"']?)"
                               r"((?-i:(?=[\w\-./+=]*\d)(?=[\w\-./+=]*[A-Z])(?=[\w\-./+=]*[a-z])[\w\-./+=]{16,}"
-                              r"|[a-fA-F0-9]{24,}))"), 2),
+                              r"|[a-fA-F0-9]{24,}))"), 2, ('_key',)),
     # prose: "the prod db password is CorrectHorse42", "my api key for staging is …", "the admin pw for grafana is
     # now …" (a value with a digit, a capital inside or a symbol, or in quotes: "the password is stored in vault"
     # stays)
@@ -242,5 +258,5 @@ SECRET_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
         r"(?i)(\b" + _SECRET_WORD +
         r"(?:\s+(?:for|of|to|on|in)(?:\s+[\w.\-]+){1,4}?)?\s+(?:is|was|=|:|is now|set to|changed to)\s+)"
         r"((?-i:[\"'`][^\"'`\n]{3,512}[\"'`]|(?=\S{0,512}?(?:\d|[a-z][A-Z]|[^\w\s.,;:!?'\"`()]))"
-        r"[^\s,;'\"`()]{4,}(?<![.!?])))"), 2),
+        r"[^\s,;'\"`()]{4,}(?<![.!?])))"), 2, ('pass', 'pw', 'psk', 'pin', 'secret', 'token', 'key')),
 ]
