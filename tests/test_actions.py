@@ -198,6 +198,7 @@ def test_what_a_command_is_tied_to_keeps_no_secret(demo, home):
         before_tool(demo, session, "Bash", command)
         demo.fire("PostToolUse-Bash", session, tool_input=command,
                   tool_response={"stdout": "ok", "stderr": "", "interrupted": False})
+    demo.recall.embed_pending()  # ties are read in the background work
     store = demo.recall.store
     stored_keys = " ".join(key for (key,) in store.db.all("SELECT key FROM ties"))
     stored_keys += " ".join(key for (key,) in store.db.all("SELECT event_id FROM events"))
@@ -219,7 +220,7 @@ def test_a_read_only_command_after_a_failure_is_not_its_fix(demo):
 
 def test_a_command_behind_cd_is_still_what_it_does():
     assert ties.command_key("cd web && pnpm test:e2e --watch") == "cmd:pnpm test:e2e"
-    from memory_store.core.knowledge.extract import is_looking
+    from memory_store.core.knowledge.commands import is_looking
 
     assert not is_looking("cd web && pnpm test:e2e") and is_looking("cd web && ls -la")
 

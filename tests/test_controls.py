@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_cli, stop_worker
+from conftest import ROOT, run_cli, stop_worker, wait_until_embedded
 from test_hooks import FACT, first_session, session
 
 from memory_store import __version__, open_recall
@@ -54,6 +54,7 @@ def test_pin_unpin_and_unknown_ids(home, project):
 
 def test_injection_receipts_say_what_why_and_into_which_prompt(hooks, home, project):
     first_session(hooks, project)
+    wait_until_embedded(home)  # what the worker reads and embeds between hooks, done before the question
     send = session(hooks, project)
     # No SessionStart first: its brief would show the fact, and a session is shown a memory once.
     send("UserPromptSubmit", prompt="How do staging deploys work again, which script and flag?", prompt_id="q1")

@@ -191,6 +191,6 @@ def test_a_forget_is_not_undone_by_importing_the_transcript_it_came_from(demo, h
     kept = demo.recall.select(project=project)
     assert len(kept) == before - 1
     assert not [m for m in kept if CODENAME in m.text or CODENAME in json.dumps(m.meta)]
-    assert not [item for item in demo.recall.store.knowledge(project, current=False) if "25 minutes" in item.text]
+    assert not [item for item in demo.recall.store.knowledge.listed(project) if "25 minutes" in item.text]
     assert any(m.kind == "exchange" and "canary stage" in m.text for m in kept)  # the answer stays, unquoted
     assert files_holding(home, CODENAME) == []

@@ -22,6 +22,7 @@ POSTGRES_ONLY_COLUMNS = {
     "memories": {"embedding", "embedding_model", "fts", "doc_len"},  # vector and words in the row
     "knowledge": {"owner", "fts"},  # each row its owner's (row-level security); its words in the row
     "ties": {"owner"},
+    "knowledge_queue": {"owner"},
     "tombstones": {"owner"},
     "tombstone_key": {"owner"},
     "vector_changes": {"xid"},  # the feed's transaction id (RAM copies follow committed changes only)

@@ -72,7 +72,7 @@ def test_strength_summary_counts_consolidated_and_weak(home):
         used = record(recall, "e2", "the staging deploy needs the --canary flag")
         for _ in range(CFG.consolidate_after):
             recall.store.touch([used], T0 + DAY)
-        summary = recall.strength_summary(now=T0 + 100 * DAY)
+        summary = recall.stats(now=T0 + 100 * DAY)["strength"]
     assert summary["consolidated"] == 1 and summary["weak"] == 1  # the tool output: 2^-10
     assert summary["mean"] == pytest.approx(0.5, abs=0.01)
     assert old and used

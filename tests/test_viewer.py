@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
@@ -213,22 +214,30 @@ def test_ticked_search_results_are_forgotten_after_one_confirmation(home):
         assert [m.id for m in recall.get(ids)] == [ids[2]]
 
 
-def test_the_facts_page_shows_current_values_with_what_they_replaced(home):
-    """A project's facts page: the current value of a setting, the one it replaced, and a link to its memory."""
+def test_the_facts_page_shows_current_values_with_what_they_replaced(home, tmp_path):
+    """A project's facts page: the current value of a setting, the one it replaced, and a link to its memory. Two
+    real edits of a file through the router, read in the background as the worker reads them."""
     import time
+    import uuid
 
-    from memory_store.core.records import KnowledgeDraft, MemoryDraft
+    from conftest import load_payload
 
-    now = time.time()
-    with open_recall(home, load_models=False) as recall:
-        for n, (value, text) in enumerate([("5", "MAX_RETRIES = 5"), ("8", "MAX_RETRIES = 8")]):
-            fact = KnowledgeDraft(kind="fact", subject="jobs/config.py:max_retries", value=value,
-                                  text=f"{text} in jobs/config.py", file="jobs/config.py")
-            recall.store.record(f"e{n}", MemoryDraft(project="/p", session_id="s1", kind="tool", created_at=now + n,
-                                                     text=f"Edit jobs/config.py: `{text}`", knowledge=[fact]))
+    from memory_store.shared.projects import project_for
+
+    project = tmp_path / "shop"
+    (project / "jobs").mkdir(parents=True)
+    with open_recall(home) as recall:
+        for n, (old, new) in enumerate([("MAX_RETRIES = 3", "MAX_RETRIES = 5"), ("MAX_RETRIES = 5", "MAX_RETRIES = 8")]):
+            path = str(project / "jobs" / "config.py")
+            payload = load_payload("PostToolUse-Edit", session_id=f"s{n}", cwd=str(project), tool_input={
+                "file_path": path, "old_string": old, "new_string": new}, tool_response={
+                "filePath": path, "oldString": old, "newString": new, "originalFile": f"{old}\n", "structuredPatch": []})
+            recall.handle_event({"event_id": uuid.uuid4().hex, "received_at": time.time() + n, "payload": payload})
+        recall.embed_pending()
         with served(recall) as (base, token):
-            page = urllib.request.urlopen(f"{base}/facts?project=%2Fp&token={token}").read().decode()
-            current = page.index("MAX_RETRIES = 8 in jobs/config.py")
-            assert current < page.index("was: MAX_RETRIES = 5") and "/memory/2" in page
+            name = urllib.parse.quote(project_for(str(project)), safe="")
+            page = urllib.request.urlopen(f"{base}/facts?project={name}&token={token}").read().decode()
+            current = page.index("MAX_RETRIES = 8")
+            assert current < page.index("was 5") and "/memory/2" in page
             assert "facts</a>" in urllib.request.urlopen(f"{base}/?token={token}").read().decode()
 

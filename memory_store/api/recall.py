@@ -19,7 +19,7 @@ from ..core.retrieval import code_paths, gate
 from ..core.retrieval import knowledge as known
 from ..core.retrieval.search import Shown, current_only, shown_hits
 from ..core.retrieval.search import search as run_search
-from ..core.storage import open_store
+from ..core.storage import Store, open_store
 from ..shared import worker_client
 from ..shared.logs import JsonLog
 from ..shared.paths import DataPaths
@@ -35,7 +35,9 @@ if TYPE_CHECKING:
 
 
 
+KNOWLEDGE_READ = 5000  # observations of a project read to list what is current (the newest first)
 IN_PROCESS_EMBED_LIMIT = 500  # without a worker, a search embeds a backlog up to this size first
+IN_PROCESS_LEARN_LIMIT = 2000  # without a worker, a listing of knowledge reads a backlog up to this size first
 SILENT_PROMPTS_JUDGED = 20  # `recall injections --session` says why for the latest this many prompts that got nothing
 
 
@@ -87,9 +89,9 @@ class Recall:
     def memory_count(self) -> int:
         return int(self.store.counts()["memories"])
 
-    def pending_embeddings(self) -> int:
-        """Memories waiting for their embedding."""
-        return self.store.pending_embeddings()
+    def pending_work(self) -> int:
+        """Memories the background work has yet to read (what they teach and are tied to) or to embed."""
+        return self.store.pending_embeddings() + self.store.knowledge.pending()
 
     def is_mine(self, memory: Memory) -> bool:
         """May this user change or forget the memory? (A teammate's shared memory is theirs.)"""
@@ -173,25 +175,22 @@ class Recall:
         return hits
 
     def search_here(self, query: str, limit: int = 10, project: str | None = None, place: str | None = None,
-                    shown: Shown = "relevant", *, embed_backlog: bool = True, touch: bool = False) -> list[Hit]:
+                    shown: Shown = "relevant", *, embed_backlog: bool = True, touch: bool = False,
+                    worker_first: bool = False) -> list[Hit]:
         """A search in this process with a complete answer: the spool ingested and (`embed_backlog`) a small backlog
-        embedded first (a read-only data dir is searched as it is). `search_anywhere` asks the worker first."""
+        embedded first (a read-only data dir is searched as it is). `worker_first`: the running worker's answer when
+        there is one (it holds the model: fast). `search_anywhere` asks the worker first, without opening a store."""
+        if worker_first:
+            hits = worker_hits(self.paths, query, limit, project, shown=shown)
+            if hits is not None:
+                return hits
         if not self.read_only:
             if place and project:
                 self.note_project_path(project, place)
             self.ingest_spool()
-            if embed_backlog and 0 < self.pending_embeddings() <= IN_PROCESS_EMBED_LIMIT:
+            if embed_backlog and 0 < self.pending_work() <= IN_PROCESS_EMBED_LIMIT:
                 self.embed_pending()
         return self.search(query, limit=limit, project=project, shown=shown, touch=touch)
-
-    def search_through_worker(self, query: str, limit: int = 10, project: str | None = None,
-                              shown: Shown = "relevant") -> list[Hit]:
-        """The running worker's answer when there is one (it holds the model: fast), else this process's over the
-        spool ingested (no backlog embedded here: the viewer answers on its request thread)."""
-        hits = worker_hits(self.paths, query, limit, project, shown=shown)
-        if hits is not None:
-            return hits
-        return self.search_here(query, limit, project, shown=shown, embed_backlog=False)
 
     def next_brief(self, project: str, now: float | None = None) -> str:
         """What the next session started in `project` would be offered at SessionStart (a dry run: nothing is
@@ -252,19 +251,21 @@ class Recall:
 
     def embed_pending(self, progress: Callable[[int], object] | None = None, batch: int | None = None,
                       max_batches: int | None = None) -> int:
-        """Embed queued memories in this process; returns how many were embedded."""
+        """Read what queued memories teach and are tied to, then embed what is queued, in this process; returns how
+        many memories were embedded."""
+        jobs.learn_pending(self.store)
         return jobs.embed_pending(self.store, self.models.embedder, batch, max_batches, progress)
 
     def embed_backlog(self, progress: Callable[[int], object] | None = None, poll: float = 0.5) -> int:
-        """Embed what is queued: through the worker if one runs with its model loaded (it is already
-        in memory there), else here. `progress(n)` is called as memories get embedded."""
+        """Embed what is queued (and read what it teaches): through the worker if one runs with its model loaded (it
+        is already in memory there), else here. `progress(n)` is called as memories get embedded."""
         total = self.store.pending_embeddings()
-        if total == 0:
+        if total == 0 and not self.store.knowledge.pending():
             return 0
         if not worker_client.drain(self.paths):
             return self.embed_pending(progress=progress)
         remaining = total
-        while remaining > 0:
+        while remaining > 0 or self.store.knowledge.pending():
             time.sleep(poll)
             now_pending = self.store.pending_embeddings()
             if progress:
@@ -273,7 +274,8 @@ class Recall:
         return total
 
     def reindex(self, progress: Callable[[int], object] | None = None) -> int:
-        """Re-embed every memory with the configured model (the worker, holding the old one, is stopped)."""
+        """Read every memory's knowledge and ties again and re-embed every memory with the configured model (the worker,
+        holding the old one, is stopped)."""
         self.embedding_model_name()  # raises with the reason when there is no model to embed with
         embedder = self.models.embedder
         assert embedder is not None  # embedding_model_name raised otherwise
@@ -375,17 +377,25 @@ class Recall:
 
     def knowledge(self, project: str, kinds: list[str] | None = None, limit: int = 200,
                   query: str = "") -> list[Knowledge]:
-        """The project's current facts, procedures and decisions (core/knowledge/), newest first (with a `query`: those
-        holding its words, the best match first), each with the earlier values it replaced (`replaced`, newest
-        first)."""
+        """What is current in a project (core/knowledge/current.py): its facts, procedures and decisions that stand,
+        each the newest settled observation of its thing with the earlier values it replaced (`replaced`, newest
+        first); newest first, or with a `query` those holding its words, the best match first."""
+        from ..core.knowledge import current
+        from ..core.records import SETTLED
+
+        kinds = kinds or ["fact", "procedure", "decision"]
+        if not self.read_only and 0 < self.store.knowledge.pending() <= IN_PROCESS_LEARN_LIMIT:
+            jobs.learn_pending(self.store)  # what the worker has not read yet (or no worker runs)
         if query.strip():
             terms = known.content_terms(query)
-            items = [item for item, _ in self.store.knowledge_candidates(
-                project, terms, kinds or ["fact", "procedure", "decision"], limit)] if terms else []
+            matched = [item for item, _ in self.store.knowledge.candidates(project, terms, kinds, limit)] if terms else []
+            source: current.Observations = self.store.knowledge
         else:
-            items = self.store.knowledge(project, kinds, limit=limit)
-        history = self.store.replaced([item.id for item in items if item.kind == "fact"])
-        return [item.model_copy(update={"replaced": history.get(item.id, [])}) for item in items]
+            matched = self.store.knowledge.listed(project, kinds, KNOWLEDGE_READ)
+            source = current.Pool(matched)
+        answers = current.resolve(source, project, [item for item in matched if item.modality in SETTLED])
+        return [answer.item.model_copy(update={"replaced": answer.history}) for answer in answers
+                if answer.standing][:limit]
 
     def known_session(self, session_id: str) -> bool:
         return self.store.known_session(session_id)
@@ -397,22 +407,11 @@ class Recall:
         return [{**row, "paths": places.get(row["project"], [])} for row in self.store.projects()]
 
     def export(self, project: str | None) -> list[dict]:
-        """Every memory of a project (None: all), each with every field: `recall export`."""
-        return [m.model_dump(mode="json") for m in self.store.select_memories(project=project)]
-
-    def strength_summary(self, now: float | None = None) -> dict:
-        """The forgetting curve over the live memories (core/retrieval/strength.py): mean strength, how many are
-        consolidated (decay no more) and how many are weak (below 0.1)."""
-        from ..core.retrieval import strength
-
-        now = time.time() if now is None else now
-        cfg = self.config.strength
-        values, consolidated = [], 0
-        for kind, created_at, last_used, uses in self.store.usage_rows():
-            values.append(strength.strength(kind, created_at, last_used, uses, now, cfg))
-            consolidated += strength.is_consolidated(uses, cfg)
-        return {"mean": round(sum(values) / len(values), 3) if values else None, "consolidated": consolidated,
-                "weak": sum(1 for v in values if v < 0.1)}
+        """Every memory of a project (None: all), each with every field, then its sessions (`"record": "session"`):
+        `recall export`, which `recall import` reads back. What the memories teach and are tied to is read again from
+        them there (their meta keeps what that reading needs)."""
+        memories = [m.model_dump(mode="json") for m in self.store.select_memories(project=project)]
+        return memories + [{"record": "session", **row} for row in self.store.session_rows(project)]
 
     def prune(self, now: float | None = None) -> int:
         """Delete trivial interactions that left the hot tier (the worker does this now and then)."""
@@ -424,19 +423,33 @@ class Recall:
     def repair(self) -> list[str]:
         return jobs.repair(self.store)
 
-    def stats(self) -> dict:
-        """Counts, sizes, the data dir and hook latency percentiles from real use."""
+    def stats(self, now: float | None = None) -> dict:
+        """Counts, sizes, the data dir, hook latency percentiles from real use, and the forgetting curve as of `now`."""
         data = self.store.counts()
         data["db_bytes"] = self.store.size_bytes()
         data["home"] = str(self.paths.home)
         data["hook_latency_ms"] = hook_latency(self.paths.log_file)
-        data["strength"] = self.strength_summary()
+        data["strength"] = strength_summary(self.store, time.time() if now is None else now)
         data["pruned"] = self.store.pruned_counts()
-        data["knowledge"] = self.store.knowledge_counts()
+        data["knowledge"] = self.store.knowledge.counts()
         for key in ("oldest", "newest"):
             if data[key]:
                 data[key] = datetime.fromtimestamp(data[key], tz=timezone.utc).isoformat()
         return data
+
+
+def strength_summary(store: Store, now: float) -> dict:
+    """The forgetting curve over the live memories (core/retrieval/strength.py): mean strength, how many are
+    consolidated (decay no more) and how many are weak (below 0.1)."""
+    from ..core.retrieval import strength
+
+    cfg = store.config.strength
+    values, consolidated = [], 0
+    for kind, created_at, last_used, uses in store.usage_rows():
+        values.append(strength.strength(kind, created_at, last_used, uses, now, cfg))
+        consolidated += strength.is_consolidated(uses, cfg)
+    return {"mean": round(sum(values) / len(values), 3) if values else None, "consolidated": consolidated,
+            "weak": sum(1 for v in values if v < 0.1)}
 
 
 def codex_checks(paths: DataPaths) -> list[doctor.Check]:

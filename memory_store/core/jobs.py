@@ -1,5 +1,6 @@
-"""Background work on the store: embedding what is queued (and superseding near-duplicates as
-their vectors arrive), re-embedding everything with another model, repairing derived indexes.
+"""Background work on the store: reading what queued memories teach and are tied to, embedding what is queued (and
+superseding near-duplicates as their vectors arrive), re-embedding everything with another model, repairing derived
+indexes.
 
 The worker runs `embed_pending` in the gaps between hooks; the CLI runs it after an import
 when no worker is there. The model runs outside the store's lock, so searches and captures
@@ -14,6 +15,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .capture import ties
+from .knowledge import commands, extract
 from .storage import Store
 
 if TYPE_CHECKING:
@@ -21,7 +24,50 @@ if TYPE_CHECKING:
     from .storage import Row
 
 DEDUP_WINDOW_SECONDS = 30 * 86400  # near-duplicates are looked for this far back
+LEARN_BATCH = 50  # memories read per round (their observations and ties written in one transaction)
+FAILURE_LOOKBACK_SECONDS = 1800.0  # a command's failures this long before it worked are its procedure's notes
 _WORDS = re.compile(r"[^\W_]+")
+
+
+def learn_pending(store: Store, batch: int = LEARN_BATCH, max_batches: int | None = None) -> int:
+    """Read what queued memories teach (core/knowledge/extract.py) and what they are tied to (capture/ties.py), from
+    what each memory holds, and write both in place of any earlier reading; returns how many memories were read.
+    The reading happens outside the write transaction: a hook waits for the writes only."""
+    done = batches = 0
+    while max_batches is None or batches < max_batches:
+        ids = store.knowledge.queued(batch)
+        if not ids:
+            break
+        read = []
+        for memory in store.get(ids):
+            asked, failures = _turn_of(store, memory)
+            read.append((memory, extract.observations(memory, asked, failures), ties.of_memory(memory)))
+        with store.db.write():
+            for memory, items, tied in read:
+                at = memory.created_at.timestamp()
+                store.knowledge.replace(memory.id, memory.project, memory.session_id, at, items)
+                store.ties.replace(memory.id, memory.project, memory.session_id, memory.kind, at, tied)
+            store.knowledge.read(ids)
+        done += len(ids)
+        batches += 1
+    return done
+
+
+def _turn_of(store: Store, memory) -> tuple[str, tuple[str, ...]]:
+    """(the question of the turn a memory belongs to, the failures of its command's programs just before it). Not for
+    a memory shared with the team: what its owner asked and met is the owner's (storage/sharing.py)."""
+    if memory.visibility != "private" or not memory.session_id or memory.kind not in ("tool", "exchange"):
+        return "", ()
+    at = memory.created_at.timestamp()
+    asked = next(iter(store.earlier_in_session(memory.session_id, memory.project, "prompt", 0.0, at, 1)), "")
+    if not memory.text.startswith("Bash `"):
+        return asked, ()
+    programs = commands.programs_in(memory.text[6:].split("`", 1)[0])
+    failures = tuple(text for text in store.earlier_in_session(memory.session_id, memory.project, "error",
+                                                                at - FAILURE_LOOKBACK_SECONDS, at, 3)
+                     if (command := text.split("`", 2)[1] if text.count("`") >= 2 else "")
+                     and commands.programs_in(command) & programs)
+    return asked, failures
 
 
 def embed_pending(store: Store, embedder: Embedder | None, batch: int | None = None, max_batches: int | None = None,
@@ -36,7 +82,7 @@ def embed_pending(store: Store, embedder: Embedder | None, batch: int | None = N
     done = batches = 0
     while max_batches is None or batches < max_batches:
         rows = store.embedding_batch(batch)
-        items = store.knowledge_to_embed(batch)  # what the memories taught (storage/knowledge.py), in the same call
+        items = store.knowledge.to_embed(batch)  # what the memories taught (storage/knowledge.py), in the same call
         if not rows and not items:
             break
         vectors = embedder.embed([text for _, _, _, text in rows] + [text for _, text in items])
@@ -45,7 +91,7 @@ def embed_pending(store: Store, embedder: Embedder | None, batch: int | None = N
                                   [r[0] for r in rows], embedder.name,
                                   supersede=lambda added: supersede_near_duplicates(store, added))
         if items:
-            store.set_knowledge_vectors([(item_id, v) for (item_id, _), v in zip(items, vectors[len(rows):])])
+            store.knowledge.set_vectors([(item_id, v) for (item_id, _), v in zip(items, vectors[len(rows):])])
         done += len(rows)
         batches += 1
         if progress and rows:
@@ -89,7 +135,10 @@ def formatting_key(row: Row) -> str:
 
 
 def reindex(store: Store, embedder: Embedder, progress: Callable[[int], object] | None = None) -> int:
-    """Drop the vector index and re-embed every memory with `embedder`."""
+    """Read every memory's knowledge and ties again (an improved reading reaches old memories), drop the vector index
+    and re-embed every memory with `embedder`."""
+    store.knowledge.requeue()
+    learn_pending(store)
     store.reset_vector_index(embedder.name, embedder.dim)
     return embed_pending(store, embedder, progress=progress)
 

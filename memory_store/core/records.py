@@ -16,18 +16,26 @@ Visibility = Literal["private", "team"]
 
 
 KnowledgeKind = Literal["fact", "procedure", "decision"]
+# How a knowledge item was said (core/knowledge/statements.py): only what was set or stated can be current.
+Modality = Literal["set", "stated", "proposed", "asked", "negated", "revoked"]
+SETTLED: tuple[Modality, ...] = ("set", "stated")
 
 
 class KnowledgeDraft(BaseModel):
-    """A fact, a procedure or a decision read from a memory (core/knowledge/extract.py), before it is stored."""
+    """An observation read from a memory (core/knowledge/extract.py): a fact, a procedure or a decision, as it was
+    said or done then. Never a verdict: what is current is computed when read (core/knowledge/current.py)."""
 
     kind: KnowledgeKind
-    subject: str  # what it is about, the same for a later item about the same thing ("" : compared by its values)
+    subject: str  # what it is about, scoped (core/knowledge/subjects.py): the same for a later item about the same thing
     value: str
     text: str  # what is shown
+    modality: Modality = "stated"
+    source: str = ""  # how it came: edit, write, command, user, answer, note, agent
+    name: str = ""  # a named setting's key path, normalized: joins a setting said in words to the file that holds it
     thing: str = ""  # words for the kind of value ("duration timeout"), matched but not shown
-    file: str = ""  # where it was set
+    file: str = ""  # where it was set (or the file a statement names)
     context: str = ""  # what it was for (the turn's question, the command's purpose), matched but not shown
+    earlier: float = 0.0  # seconds before its memory it held ("from 8123 to 9090": 8123 was the value before)
 
 
 class Tie(BaseModel):
@@ -52,21 +60,19 @@ class MemoryDraft(BaseModel):
     supersedes: list[int] = Field(default_factory=list)
     agent: str = ""  # the subagent it comes from ('' for the main conversation)
     visibility: Visibility = "private"  # everything captured is private; a team note is shared on purpose
-    # What it teaches (core/knowledge/extract.py), stored beside it and linked to it: never a column of its own.
-    knowledge: list[KnowledgeDraft] = Field(default_factory=list, exclude=True)
-    ties: list[Tie] = Field(default_factory=list, exclude=True)  # what it is tied to, for the moment of action
 
 
 class Knowledge(KnowledgeDraft):
-    """A stored knowledge item: the memory it came from, when, and what replaced it."""
+    """A stored knowledge item: the memory it came from, when, and whose it is."""
 
     id: int
     project: str
     source_id: int
     session_id: str = ""
     created_at: float
-    superseded_by: int | None = None
-    replaced: list[Knowledge] = Field(default_factory=list)  # the earlier values, newest first (filled on request)
+    owner: str = ""
+    team: bool = False  # read from a memory shared with the team
+    replaced: list[Knowledge] = Field(default_factory=list)  # earlier values of its subject, newest first (current.py)
 
 
 def to_datetime(ts: float) -> datetime:

@@ -1,6 +1,6 @@
-"""The worker's background embedding: load the model (never on a request), hold the recent vectors in RAM, then
-embed queued memories in the gaps between hooks, count the common words of big projects ahead of the prompts that
-need them, and prune trivial memories now and then."""
+"""The worker's background work: load the model (never on a request), hold the recent vectors in RAM, then in the gaps
+between hooks read what new memories teach and are tied to, embed them, count the common words of big projects ahead
+of the prompts that need them, and prune trivial memories now and then. Without a model, the reading goes on."""
 
 from __future__ import annotations
 
@@ -21,36 +21,41 @@ STORAGE_RETRY_SECONDS = 5.0  # background work waits this long when the shared d
 
 
 def run(worker) -> None:
-    """Load the model, then keep the embedding queue empty."""
-    try:
-        embedder = load_embedder(worker.config.embedding, worker.paths.home / "models", worker.log)
-    except EmbeddingUnavailable as exc:
-        worker.model_state = f"unavailable: {exc}"
-        worker.prepared = True  # nothing to prepare without a model
-        worker.log.warning("model_unavailable", reason=str(exc))
-        return
-    except Exception as exc:
-        worker.model_state = f"unavailable: {type(exc).__name__}: {exc}"
-        worker.prepared = True
-        worker.failed("model_failed", str(exc))
-        return
-    keep_a_core_for_queries(worker, embedder)
-    worker.recall.use_embedder(embedder)
-    worker.model_state = "ready"
-    worker.log.info("model_ready", model=embedder.name, dim=embedder.dim, int8=embedder.int8)
+    """Load the model, then keep the queues empty (what memories teach, their embeddings)."""
+    embedder = _load(worker)
     background = worker.recall.background_work()  # its own connection: it never blocks a request
     try:
-        while not worker.stop_event.is_set():
-            try:
-                _prepare_vectors(worker, background, embedder)
-                break
-            except StorageUnavailable:
-                worker.stop_event.wait(STORAGE_RETRY_SECONDS)
-        _embed_rounds(worker, background, embedder)
+        if embedder is not None:
+            keep_a_core_for_queries(worker, embedder)
+            worker.recall.use_embedder(embedder)
+            worker.model_state = "ready"
+            worker.log.info("model_ready", model=embedder.name, dim=embedder.dim, int8=embedder.int8)
+            while not worker.stop_event.is_set():
+                try:
+                    _prepare_vectors(worker, background, embedder)
+                    break
+                except StorageUnavailable:
+                    worker.stop_event.wait(STORAGE_RETRY_SECONDS)
+        _rounds(worker, background, embedder)
     except Exception as exc:
         worker.failed("embed_failed", f"{type(exc).__name__}: {exc}", trace=traceback.format_exc(limit=3))
     finally:
         background.close()
+
+
+def _load(worker) -> Embedder | None:
+    """The embedding model, or None (said in the worker's state and log) when it cannot be loaded."""
+    try:
+        return load_embedder(worker.config.embedding, worker.paths.home / "models", worker.log)
+    except EmbeddingUnavailable as exc:
+        worker.model_state = f"unavailable: {exc}"
+        worker.prepared = True  # nothing to prepare without a model
+        worker.log.warning("model_unavailable", reason=str(exc))
+    except Exception as exc:
+        worker.model_state = f"unavailable: {type(exc).__name__}: {exc}"
+        worker.prepared = True
+        worker.failed("model_failed", str(exc))
+    return None
 
 
 def keep_a_core_for_queries(worker, embedder) -> None:
@@ -76,7 +81,7 @@ def _prepare_vectors(worker, background: BackgroundWork, embedder: Embedder) -> 
         worker.log.info("recent_vectors_loaded", vectors=len(recent.row_of), mb=round(recent.nbytes() / 1e6, 1))
 
 
-def _embed_rounds(worker, background: BackgroundWork, embedder: Embedder) -> None:
+def _rounds(worker, background: BackgroundWork, embedder: Embedder | None) -> None:
     last_round = time.monotonic()
     last_prune, last_counts = 0.0, -WARM_EVERY_SECONDS
     while not worker.stop_event.is_set():
@@ -93,7 +98,8 @@ def _embed_rounds(worker, background: BackgroundWork, embedder: Embedder) -> Non
             if now - last_counts > WARM_EVERY_SECONDS:  # first thing, and then whether or not there is a backlog
                 last_counts = now
                 background.count_common_words()
-            done = background.embed_round(embedder)
+            done = background.learn_round()  # what new memories teach first: it is embedded with them
+            done += background.embed_round(embedder) if embedder is not None else 0
             if not done and now - last_prune > PRUNE_EVERY_SECONDS:
                 last_prune = now
                 background.prune(time.time())

@@ -99,7 +99,7 @@ class Worker:
             return protocol.encode({"ok": True})
         if op == "drain":
             self.work_event.set()
-            return protocol.encode({"ok": True, "pending": self.recall.pending_embeddings(),
+            return protocol.encode({"ok": True, "pending": self.recall.pending_work(),
                                      "model": self.model_state})
         return protocol.encode({"ok": False, "error": f"unknown op {op!r}"})
 
@@ -217,7 +217,7 @@ class Worker:
 
     def health(self) -> dict:
         try:
-            pending, storage = self.recall.pending_embeddings(), "ok"
+            pending, storage = self.recall.pending_work(), "ok"
         except StorageUnavailable as exc:
             pending, storage = None, str(exc)
         return {
@@ -273,7 +273,7 @@ class Worker:
                 except Exception as exc:  # the next hook tries again (and reports what fails)
                     self.failed("spool_ingest_failed", f"{type(exc).__name__}: {exc}")
             try:
-                busy = self.recall.pending_embeddings() > 0 and self.model_state == "ready"
+                busy = self.recall.pending_work() > 0 and self.model_state == "ready"
             except StorageUnavailable:
                 busy = False  # nothing to embed while the database is away
             self.sessions.any_open()

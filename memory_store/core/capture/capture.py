@@ -13,19 +13,14 @@ import json
 import os
 import re
 
-from ...shared.projects import project_root
 from ...shared.redact import clean
-from ...shared.secrets import is_secret_file, secret_files_in
 from ...shared.text import cap, cap_middle
 from .. import sentences
 from ..config import CaptureConfig
-from ..knowledge import extract
-from ..records import KnowledgeDraft, MemoryDraft, Tie
-from . import ties as tied
-from . import user_words
+from ..records import MemoryDraft
+from . import material, user_words
 from .hook_events import PostToolUse, PostToolUseFailure
 
-KNOWLEDGE_SOURCE_CHARS = 20_000  # of an answer, what facts are read from (a pasted log beyond that is not read)
 INJECTION_TAG = "recall-memory"  # the element recall wraps recalled memories in (see inject.py)
 _TAG_LOOKALIKE = re.compile(r"<(/?)\s*recall-memor(y|ies)\b", re.IGNORECASE)
 _WHITESPACE_RUNS = re.compile(r"[ \t\r\f\v]+")
@@ -210,7 +205,8 @@ def _render_tool(event: PostToolUse, cfg: CaptureConfig) -> str | None:
 
 
 def tool_observation(event: PostToolUse, cfg: CaptureConfig, project: str, at: float, home: str = "") -> MemoryDraft | None:
-    """A PostToolUse event as a compact observation: tool, input, trimmed output, files touched."""
+    """A PostToolUse event as a compact observation: tool, input, trimmed output, files touched (and, in its meta,
+    what its knowledge and ties are read from later: capture/material.py)."""
     if event.tool_name in cfg.skip_tools:
         return None
     files = _tool_files(event.tool_input, event.tool_response)
@@ -220,75 +216,13 @@ def tool_observation(event: PostToolUse, cfg: CaptureConfig, project: str, at: f
     if not rendered:
         return None
     text = finish(rendered, cfg.max_tool_input_chars + cfg.max_tool_output_chars + 200)
-    meta = {"tool": event.tool_name, "files": files}
+    meta = {"tool": event.tool_name, "files": files,
+            **material.of_tool(event, files, relative(files[0], event.cwd) if files else "")}
     if event.tool_use_id:
         meta["tool_use_id"] = event.tool_use_id
     return MemoryDraft(project=project, session_id=event.session_id, kind="tool", text=text, created_at=at,
                        importance=importance("tool", text) + (0.1 if event.tool_name in ("Edit", "Write") else 0),
-                       meta=meta, knowledge=tool_knowledge(event, files), ties=tool_ties(event, files))
-
-
-def tool_ties(event: PostToolUse | PostToolUseFailure, files: list[str], output: str = "") -> list[Tie]:
-    """What a tool call is tied to (capture/ties.py): the files it touched (with their state after it), the
-    command it ran, and for a failure the signatures of its error."""
-    root = project_root(event.cwd) if event.cwd else ""
-    found: list[Tie] = []
-    for path in files:
-        key = tied.file_key(path, root)
-        if key:
-            state = tied.file_state(path if os.path.isabs(path) else os.path.join(root, path)) \
-                if event.tool_name in ("Edit", "MultiEdit", "Write", "NotebookEdit") else None
-            found.append(Tie(key=key, size=state[0] if state else None, mtime=state[1] if state else None))
-    inputs = event.tool_input if isinstance(event.tool_input, dict) else {}
-    command = inputs.get("command")
-    if isinstance(command, str):
-        keys = [tied.command_key(command)] + tied.text_ties(command, root)  # what it does (as PreToolUse looks it
-        found += [Tie(key=key) for key in dict.fromkeys(keys) if key and key not in {tie.key for tie in found}]  # up)
-    found += [Tie(key=key) for key in tied.signature_keys(output)]
-    return found
-
-
-def said_ties(text: str, cwd: str) -> list[Tie]:
-    """What a prompt or an answer names: files and commands (capture/ties.py)."""
-    return [Tie(key=key) for key in tied.text_ties(text, project_root(cwd) if cwd else "")]
-
-
-def tool_knowledge(event: PostToolUse, files: list[str]) -> list[KnowledgeDraft]:
-    """What a tool call that worked teaches: the settings an Edit or a Write put into a file, the variables a command
-    exported and how it did what it was for (core/knowledge/extract.py). Every text passes the redaction first."""
-    inputs = event.tool_input if isinstance(event.tool_input, dict) else {}
-    path = relative(files[0], event.cwd) if files else ""
-    if files and any(is_secret_file(f) for f in files):
-        return []  # a secret file's values are secrets until shown otherwise: its names are in the tool memory
-    if event.tool_name in ("Edit", "MultiEdit"):
-        listed = inputs.get("edits")
-        edits = [e for e in (listed if isinstance(listed, list) else [inputs]) if isinstance(e, dict)]
-        changes = [(_as_text(e.get("old_string")), _as_text(e.get("new_string"))) for e in edits]
-        return _redacted(extract.from_edit(path, changes))
-    if event.tool_name == "Write":
-        return _redacted(extract.from_file_text(path, _as_text(inputs.get("content"))))
-    if event.tool_name == "Bash" and isinstance(inputs.get("command"), str) and not secret_files_in(inputs["command"]):
-        goal = inputs.get("description")
-        return _redacted(extract.from_command(inputs["command"], goal if isinstance(goal, str) else ""))
-    return []
-
-
-def statement_knowledge(text: str, *, asked: bool = False) -> list[KnowledgeDraft]:
-    """What a prompt (`asked`) or an answer states (core/knowledge/extract.py), from its redacted text."""
-    return _redacted(extract.from_statement(text, asked=asked))
-
-
-def _redacted(items: list[KnowledgeDraft]) -> list[KnowledgeDraft]:
-    """Each item's texts as a memory's would be stored (redacted, neutralized); an item whose value the redaction
-    took is no knowledge."""
-    kept = []
-    for item in items:
-        value = finish(item.value, 300)
-        if not value or any(mark in f"{item.value} {item.text}" for mark in ("[REDACTED", "[private]")):
-            continue  # a secret, or what was said in private: no knowledge, not even redacted
-        kept.append(item.model_copy(update={"value": value, "text": finish(item.text, extract.MAX_TEXT_CHARS),
-                                            "context": finish(item.context, 300)}))
-    return kept
+                       meta=meta)
 
 
 def tool_failure(event: PostToolUseFailure, cfg: CaptureConfig, project: str, at: float) -> MemoryDraft | None:
@@ -307,11 +241,11 @@ def tool_failure(event: PostToolUseFailure, cfg: CaptureConfig, project: str, at
     text = finish(f"{event.tool_name} {verb}: {what} — {cap_middle(tidy(error), cfg.max_error_chars)}",
                   cfg.max_error_chars + cfg.max_tool_input_chars + 50)
     files = _tool_files(event.tool_input, None)
-    meta = {"tool": event.tool_name, "files": files}
+    meta = {"tool": event.tool_name, "files": files, **material.of_failure(event, files, error)}
     if event.tool_use_id:
         meta["tool_use_id"] = event.tool_use_id
     return MemoryDraft(project=project, session_id=event.session_id, kind="error", text=text, created_at=at,
-                       importance=importance("error", text), meta=meta, ties=tool_ties(event, files, error))
+                       importance=importance("error", text), meta=meta)
 
 
 _COMMAND_PARTS = re.compile(r"<command-(name|args)>(.*?)</command-\1>", re.DOTALL)
@@ -342,8 +276,7 @@ def prompt_memory(prompt: str, cfg: CaptureConfig, project: str, session_id: str
     if not text or text == "[private]":
         return None
     return MemoryDraft(project=project, session_id=session_id, kind="prompt", text=text, created_at=at,
-                       importance=importance("prompt", text), meta=dict(meta or {}),
-                       knowledge=statement_knowledge(text, asked=True), ties=said_ties(text, ""))
+                       importance=importance("prompt", text), meta=dict(meta or {}))
 
 
 def exchange_memory(prompt: str | None, answer: str, cfg: CaptureConfig, project: str, session_id: str,
@@ -360,8 +293,6 @@ def exchange_memory(prompt: str | None, answer: str, cfg: CaptureConfig, project
     if prompt:
         meta["prompt"] = finish(prompt, PROMPT_PREVIEW_CHARS, keep_ends=True)
     # The whole answer teaches, not only its gist: a value said in passing is a fact the summary may leave out.
-    learned = [item.model_copy(update={"context": finish(prompt or "", 300)})
-               for item in statement_knowledge(cap(said, KNOWLEDGE_SOURCE_CHARS))]
+    meta.update(material.of_answer(neutralize(said), text))
     return MemoryDraft(project=project, session_id=session_id, kind="exchange", text=text, created_at=at,
-                       importance=importance("exchange", f"{prompt or ''} {text}"), meta=meta, knowledge=learned,
-                       ties=said_ties(cap(said, KNOWLEDGE_SOURCE_CHARS), ""))
+                       importance=importance("exchange", f"{prompt or ''} {text}"), meta=meta)

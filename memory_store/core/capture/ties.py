@@ -6,7 +6,9 @@
     err:<digest>    an error by its signature: an error line of a failure with what changes from run to run taken
                     out (line numbers, paths, ids, times, addresses, numbers), so the same error matches again
 
-A tie is looked up by its exact key (an index, no model), so the hooks that run on every tool call stay cheap.
+A tie is looked up by its exact key (an index, no model), so the hooks that run on every tool call stay cheap. A
+memory's ties are read from the stored memory (`of_memory`: its text, and what capture kept in its meta,
+capture/material.py) in the worker's background work, and again on `recall reindex`.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import hashlib
 import os
 import re
 
-from ..knowledge.extract import SETUP, is_looking, program_of
+from ..knowledge.commands import SETUP, is_looking, program_of
+from ..records import Memory, Tie
 from ..sentences import named_paths
 
 MAX_TIES = 24  # per memory
@@ -164,3 +167,37 @@ def file_state(path: str) -> tuple[int, float] | None:
     except (OSError, ValueError):
         return None
     return stat.st_size, stat.st_mtime
+
+
+_COMMAND_OF = re.compile(r"^(?:Bash|\w+ (?:failed|interrupted):) `([^`\n]{1,400})`")
+
+
+def of_memory(memory: Memory) -> list[Tie]:
+    """What a stored memory is tied to: a tool call's files (with their state after a write), the command it ran and,
+    for a failure, its error's signatures; the files and commands a prompt, an answer or a note names."""
+    meta = memory.meta
+    root = str(meta.get("root") or "")
+    found: dict[str, Tie] = {}
+    if memory.kind in ("tool", "error"):
+        states = meta.get("file_state")
+        states = states if isinstance(states, dict) else {}
+        for path in meta.get("files") or []:
+            key = file_key(str(path), root) if isinstance(path, str) else None
+            state = states.get(path)
+            state = state if isinstance(state, list) and len(state) == 2 else None
+            if key:
+                found[key] = Tie(key=key, size=state[0] if state else None, mtime=state[1] if state else None)
+        command = _COMMAND_OF.match(memory.text)
+        if command:
+            for key in [command_key(command.group(1)), *text_ties(command.group(1), root)]:
+                if key and key not in found:
+                    found[key] = Tie(key=key)
+        if memory.kind == "error":
+            lines = meta.get("errors")
+            keys = [error_key(line) for line in lines if isinstance(line, str)] if isinstance(lines, list) else \
+                signature_keys(memory.text.split(" — ", 1)[-1])
+            found.update((key, Tie(key=key)) for key in keys[:MAX_SIGNATURES])
+    elif memory.kind in ("prompt", "exchange", "note", "response"):
+        said = f"{memory.text}\n{meta.get('said', '')}" if isinstance(meta.get("said"), str) else memory.text
+        found.update((key, Tie(key=key)) for key in text_ties(said, root))
+    return list(found.values())[:MAX_TIES]

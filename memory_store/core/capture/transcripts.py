@@ -97,20 +97,27 @@ def is_recall_export(path: Path) -> bool:
 
 
 def import_export_file(store: Store, path: Path, report: ImportReport) -> int:
-    """Import a `recall export` file: each memory keeps its project, session, kind, text, time, importance,
-    meta and pin. The event id is derived from the content, so importing the same export twice adds nothing."""
+    """Import a `recall export` file: each memory keeps its project, session, kind, text, time, importance, agent,
+    meta (what its knowledge and ties are read from again) and pin, and each session its span. The event id is
+    derived from the content, so importing the same export twice adds nothing; a memory forgotten here stays
+    forgotten (storage/tombstones.py)."""
     items = []
     pins = []
+    sessions = []
     with open(path, encoding="utf-8", errors="replace") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
             try:
                 data = json.loads(line)
+                if data.get("record") == "session":
+                    sessions.append({**data, "started_at": float(data["started_at"])})
+                    continue
                 at = datetime.fromisoformat(str(data["created_at"]).replace("Z", "+00:00")).timestamp()
                 draft = MemoryDraft(project=data["project"], session_id=data.get("session_id") or "",
                                     kind=data["kind"], text=private_text(str(data["text"])), created_at=at,
-                                    importance=data.get("importance", 0.3), meta=clean_tree(data.get("meta") or {}))
+                                    importance=data.get("importance", 0.3), meta=clean_tree(data.get("meta") or {}),
+                                    agent=str(data.get("agent") or ""))
             except (ValueError, KeyError, TypeError, ValidationError) as exc:
                 report.errors.append(f"{path.name}:{number}: not a recall memory: {str(exc).splitlines()[0][:120]}")
                 continue
@@ -122,6 +129,8 @@ def import_export_file(store: Store, path: Path, report: ImportReport) -> int:
     pinned = [r.memory_id for r, pin in zip(results, pins) if pin and r.memory_id]
     if pinned:
         store.set_pinned(pinned, True)
+    for session in sessions:
+        store.restore_session(session)
     report.events += len(results)
     report.new_memories += sum(1 for r in results if r.created)
     report.duplicates += sum(1 for r in results if not r.created and not r.duplicate_event and r.memory_id)

@@ -18,8 +18,9 @@ from datetime import datetime
 from ...shared.text import cap_readable
 from .. import sentences
 from ..capture import ties
-from ..knowledge.extract import is_looking
-from ..records import Memory
+from ..knowledge import current, statements
+from ..knowledge.commands import is_looking
+from ..records import SETTLED, Memory
 from ..retrieval.turns import is_follow_up
 from ..sentences import named_paths
 from ..storage import Store
@@ -103,7 +104,7 @@ def after_failure(store: Store, project: str, session_id: str, error: str, now: 
     for key in ties.signature_keys(error):  # the most telling error line first (redacted, as when stored)
         if store.has_event(shown_key(session_id, key)):
             continue  # shown in this session already
-        earlier = [memory_id for memory_id, _, at in store.tied_to(project, [key], FAILURES_READ * 4) if at < now - 1]
+        earlier = [memory_id for memory_id, _, at in store.ties.tied_to(project, [key], FAILURES_READ * 4) if at < now - 1]
         others = [failure for failure in store.get(earlier) if failure.session_id != session_id]  # it knows its own
         for failure in others[:FAILURES_READ]:
             fix = _fix_after(store, failure, error_words)
@@ -117,7 +118,7 @@ def after_failure(store: Store, project: str, session_id: str, error: str, now: 
 def _worth_showing(store: Store, project: str, session_id: str, keys: list[str], task: str
                    ) -> list[tuple[Memory, str, float]]:
     """The sentences of the memories tied to `keys` worth interrupting for, best first (at most MAX_SENTENCES)."""
-    rows = store.tied_to(project, keys, TIED_READ)
+    rows = store.ties.tied_to(project, keys, TIED_READ)
     ids = list(dict.fromkeys(r[0] for r in rows))
     shown_before = store.injected_ids(session_id) & set(ids)
     said = " ".join(brief_said(store, shown_before).split()) if shown_before else ""  # the session has seen these
@@ -125,13 +126,17 @@ def _worth_showing(store: Store, project: str, session_id: str, keys: list[str],
     task_words = _content(task)
     scored: list[tuple[float, Memory, str]] = []
     tied = [m for m in store.get(ids) if m.session_id != session_id and m.kind in SAID_KINDS + ("error",)]
+    taken_back = _taken_back(store, project, [m.id for m in tied])
     stamps = [m.created_at.timestamp() for m in tied]
     oldest, span = (min(stamps), (max(stamps) - min(stamps)) or 1.0) if stamps else (0.0, 1.0)
     for memory in tied:
         newer = RECENCY_WEIGHT * (memory.created_at.timestamp() - oldest) / span  # what was said last holds
         for sentence in sentences.split(memory.text):
+            plain = " ".join(sentence.split()).rstrip(".")
+            if plain in taken_back or statements.rule_modality(sentence) != "stated":
+                continue  # a rule taken back since, its taking back, a question, a proposal: nothing to heed
             worth = _worth(sentence, memory, names, task_words) + newer
-            if worth >= MIN_WORTH and " ".join(sentence.split()).rstrip(".") not in said:
+            if worth >= MIN_WORTH and plain not in said:
                 scored.append((worth, memory, sentence))
     scored.sort(key=lambda s: (-s[0], -s[1].created_at.timestamp()))
     chosen: list[tuple[Memory, str, float]] = []
@@ -142,6 +147,13 @@ def _worth_showing(store: Store, project: str, session_id: str, keys: list[str],
         if len(chosen) == MAX_SENTENCES:
             break
     return chosen
+
+
+def _taken_back(store: Store, project: str, memory_ids: list[int]) -> set[str]:
+    """The rules these memories set that a later statement took back (core/knowledge/current.py), as sentences."""
+    rules = [k for k in store.knowledge.of_memories(memory_ids) if k.kind == "decision" and k.modality in SETTLED]
+    return {" ".join(answer.item.text.split()).rstrip(".")
+            for answer in current.resolve(store.knowledge, project, rules) if not answer.standing}
 
 
 def _worth(sentence: str, memory: Memory, names: set[str], task_words: set[str]) -> float:
@@ -155,7 +167,7 @@ def _worth(sentence: str, memory: Memory, names: set[str], task_words: set[str])
     if any(name in lowered for name in names):
         about = 0.8
     elif named_paths(sentence):
-        about = 0.0  # about another file
+        return 0.0  # about another file
     else:
         about = 0.2  # said in a turn that touched the file
     said_by_user = 0.2 if memory.kind == "prompt" else 0.0
@@ -234,7 +246,7 @@ def _passages(text: str) -> list[str]:
 
 def _changed_since(store: Store, project: str, root: str, key: str) -> str:
     """" (file changed since DATE)" when the file is not as recall last saw it after a tool call changed it."""
-    touched = store.file_touched(project, key)
+    touched = store.ties.file_touched(project, key)
     if touched is None or not root:
         return ""
     at, size, mtime = touched
@@ -252,7 +264,8 @@ def _render(store: Store, chosen: list[tuple[Memory, str, float]], title: str, k
     room = store.config.inject.action_budget_chars - len(inject.fence(title)) - 1
     lines, shown = [], []
     for memory, sentence, worth in chosen:
-        suffix = f" (#{memory.id}, {memory.created_at.astimezone():%Y-%m-%d})"
+        by = f", team, by {memory.owner}" if memory.visibility == "team" and memory.owner != store.owner else ""
+        suffix = f" (#{memory.id}, {memory.created_at.astimezone():%Y-%m-%d}{by})"
         line = f"- {cap_readable(' '.join(sentence.split()), SENTENCE_CHARS)}{suffix}"
         if len(line) + 1 > room:
             if room < 120:

@@ -20,10 +20,9 @@ from ...shared.text import age, cap, cap_readable
 from ...shared.wire import CLAUDE_CODE, CLIENT_NAMES
 from .. import sentences
 from ..capture.capture import INJECTION_TAG
-from ..knowledge import values
 from ..records import Hit, Memory, shown_text
 from ..retrieval.turns import Episode
-from ..retrieval.versions import outdated_note
+from ..retrieval.versions import Update, outdated_note
 
 # Claude Code caps every hook's output at 10,000 characters (more is moved to a file the model may never read): the
 # context recall adds stays under HARD_CAP in every hook whatever config.json says, a systemMessage under MESSAGE_CAP.
@@ -53,14 +52,14 @@ def kind_label(memory: Memory | Hit) -> str:
     return f"{label} · team, by {memory.owner}" if memory.visibility == "team" and memory.owner else label
 
 
-def memory_item(memory: Memory | Hit, newer: Sequence[Memory] = ()) -> Item:
+def memory_item(memory: Memory | Hit, newer: Sequence[Update] = ()) -> Item:
     """A memory as one line; one a newer memory contradicts starts by saying so."""
     text = shown_text(memory)
     return Item(memory.id, kind_label(memory), memory.created_at.timestamp(),
                 f"{outdated_note(memory, list(newer))} {text}" if newer else text)
 
 
-def episode_item(episode: Episode, terms: set[str], limit: int, newer: Sequence[Memory] = (),
+def episode_item(episode: Episode, terms: set[str], limit: int, newer: Sequence[Update] = (),
                  wants: AbstractSet[str] = frozenset()) -> Item:
     """An episode as one line: what settled it (the sentences that answer the query), the question as a
     short label. When newer statements change a value it shows, they come first, marked current and saying
@@ -68,36 +67,28 @@ def episode_item(episode: Episode, terms: set[str], limit: int, newer: Sequence[
     if not newer:
         text = episode.excerpt(terms, limit, wants)
         return Item(episode.anchor.id, kind_label(episode.anchor), episode.created_at, text)
-    full = values.as_stated(episode.excerpt(terms, limit, wants))
     current = []
     for update in newer:
-        stamp = update.created_at.astimezone().strftime("%Y-%m-%d")
-        was = ", ".join(values.changed(values.stated(update), full)[:2])
-        summary = _saying(update, full, max(100, limit // 5))
-        current.append(f"Current since {stamp} (#{update.id}): {summary}" + (f" (was {was})" if was else ""))
+        stamp = update.memory.created_at.astimezone().strftime("%Y-%m-%d")
+        said = cap_readable(update.current.text, max(100, limit // 3))
+        current.append(f"No longer so since {stamp} (#{update.id}): {said}" if update.current.kind == "decision" else
+                       f"Current since {stamp} (#{update.id}): {said} (was {update.replaced.value})")
     room = max(80, limit - sum(len(c) + 1 for c in current) - 10)
+    replaced = [" ".join(update.replaced.text.split()).rstrip(".") for update in newer]
 
     def outdated(sentence: str) -> bool:
-        """A sentence whose value changed, and which holds nothing else the prompt asks about (a file path that
+        """A sentence that says a value since changed, and holds nothing else the prompt asks about (a file path that
         also states the old limit stays, under "Earlier:")."""
         if sentences.provides(sentence, wants) or sentences.overlap(terms, sentence) >= 0.5:
             return False
-        return any(values.changed(values.stated(update), values.as_stated(sentence)) for update in newer)
+        said = " ".join(sentence.split()).rstrip(".")
+        return any(said and (said in old or old in said) for old in replaced)
 
     rest = episode.excerpt(terms, room, wants, drop=outdated)
     useful = bool(rest) and (" → " in rest or not rest.startswith("Q:"))  # more than the question's label
     text = " ".join(current) + (f" Earlier: {rest}" if useful else "")
-    stamp_at = max([episode.created_at] + [m.created_at.timestamp() for m in newer])
+    stamp_at = max([episode.created_at] + [u.memory.created_at.timestamp() for u in newer])
     return Item(episode.anchor.id, kind_label(episode.anchor), stamp_at, text)
-
-
-def _saying(update: Memory, older: str, limit: int) -> str:
-    """What a newer statement says about the values it changes in `older`: its first sentence that gives one (an
-    answer about a larger change states a value in passing), else its densest sentences."""
-    stated = values.stated(update)
-    given = values.new_values(stated, older)
-    giving = [sentence for sentence in sentences.split(stated) if any(value in sentence for value in given)]
-    return cap_readable(giving[0], limit) if giving else sentences.summarize(update.text, limit)
 
 
 def _line(item: Item, now: float, limit: int) -> str:

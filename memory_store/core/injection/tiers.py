@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 from ...shared.text import cap
 from .. import sentences
 from ..capture.capture import PROMPT_PREVIEW_CHARS, finish
-from ..records import Memory
+from ..knowledge import current
+from ..records import SETTLED, Memory
 from ..retrieval import code_paths, gate, knowledge, turns, versions
 from ..stages import stage
 from ..storage import Store
@@ -76,8 +77,11 @@ def _brief(store: Store, project: str, now: float, exclude_session: str | None) 
     answered = sorted((m for m in pool if m.kind != "prompt"), key=lambda m: -sentences.substance(m))
     open_threads = sorted((m for m in pool if m.kind == "prompt"), key=lambda m: -sentences.substance(m))
     ranked = (answered + open_threads)[: cfg.tiers.hot_size]
-    # A value a newer item of the brief changed is not shown twice; one changed elsewhere shows the new value first.
-    newer = versions.newer_versions(store, ranked)
+    # A value a newer item of the brief changed is not shown twice; one changed elsewhere shows the new value first (a
+    # rule taken back since says so). What an episode's turns state is what it shows.
+    episodes = {m.id: turns.episode(store, m) for m in ranked if m.kind != "prompt"}
+    newer = {m.id: later for m in ranked if (later := versions.updates(
+        store, project, episodes[m.id].ids() if m.id in episodes else {m.id}))}
     shown = {m.id for m in ranked}
     ranked = [m for m in ranked if not any(n.id in shown for n in newer.get(m.id, ()))]
     limit = brief_item_chars(store)
@@ -92,28 +96,35 @@ def _brief(store: Store, project: str, now: float, exclude_session: str | None) 
             items.append(inject.Item(memory.id, label, memory.created_at.timestamp(),
                                      f"(open, no answer yet) {memory.text}"))
         else:
-            items.append(inject.episode_item(turns.episode(store, memory), set(), limit, newer.get(memory.id, [])))
+            items.append(inject.episode_item(episodes[memory.id], set(), limit, newer.get(memory.id, [])))
     return code_paths.checked_items(store, project, distinct(_knowledge_lead(store, project, now, exclude_session) + items))
 
 
 BRIEF_KNOWLEDGE = 2  # decisions and changed facts the brief leads with
+BRIEF_LOOKED_AT = 30  # of the warm window's newest observations, those whose things are looked up
 BRIEF_KNOWLEDGE_CHARS = 260
 
 
 def _knowledge_lead(store: Store, project: str, now: float, exclude_session: str | None) -> list[inject.Item]:
-    """What the brief leads with: the newest decisions and changed facts of the warm window (a value that replaced
-    another, saying which), from earlier sessions."""
+    """What the brief leads with: the decisions of the hot window (the brief's: recent work) that still stand, and the
+    values that changed in it (what is current, saying what it replaced: core/knowledge/current.py), from earlier
+    sessions. An older rule comes when it matters: before the file it governs is touched (injection/actions.py)."""
     if not store.config.inject.knowledge:
         return []
-    since = warm_window_start(store, now)
-    recent = [item for item in store.knowledge(project, ["decision", "fact"], limit=200)
-              if item.created_at >= since and item.session_id != exclude_session]
-    history = store.replaced([item.id for item in recent if item.kind == "fact"])
-    lead = [item for item in recent if item.kind == "decision" or history.get(item.id)][:BRIEF_KNOWLEDGE]
-    return [inject.Item(item.source_id, item.kind, item.created_at,
-                        cap(knowledge.shown(knowledge.Found(item, 0.0, "", history.get(item.id, [])[:1])),
-                            BRIEF_KNOWLEDGE_CHARS))
-            for item in sorted(lead, key=lambda item: item.created_at)]
+    since = now - store.config.tiers.hot_window_hours * HOUR
+    recent = [item for item in store.knowledge.listed(project, ["decision", "fact"], 200, since)
+              if item.session_id != exclude_session and item.modality in SETTLED]
+    lead: list[knowledge.Found] = []
+    for answer in current.resolve(store.knowledge, project, recent[:BRIEF_LOOKED_AT]):
+        item = answer.item
+        if answer.standing and item.session_id != exclude_session and item.created_at >= since \
+                and (item.kind == "decision" or answer.history):
+            lead.append(knowledge.Found(item, 0.0, "", answer.history[:1]))
+        if len(lead) == BRIEF_KNOWLEDGE:
+            break
+    return [inject.Item(found.item.source_id, found.item.kind, found.item.created_at,
+                        cap(knowledge.shown(found, store.owner), BRIEF_KNOWLEDGE_CHARS))
+            for found in sorted(lead, key=lambda found: found.item.created_at)]
 
 
 _KNOWLEDGE_LABEL = re.compile(r"^\S.{0,30}? since \d{4}-\d{2}-\d{2}: ")  # knowledge.shown's "Current since DATE: "
@@ -233,7 +244,8 @@ def warm_items(store: Store, decision: gate.Decision, project: str) -> list[inje
             briefed = brief_said(store, in_brief)
         if text in said or (briefed and text.rstrip(".") in briefed):
             continue
-        known.append(inject.Item(found.item.source_id, found.item.kind, found.item.created_at, knowledge.shown(found)))
+        known.append(inject.Item(found.item.source_id, found.item.kind, found.item.created_at,
+                                 knowledge.shown(found, store.owner)))
     return known + episodes
 
 

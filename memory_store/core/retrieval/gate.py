@@ -40,6 +40,7 @@ from .turns import Episode, episode, read_ahead
 if TYPE_CHECKING:
     from ..config import GateConfig
     from ..embedding.embed import Models
+    from .versions import Update
 
 # While the prompt is embedded, the turns of the best lexical candidates are read, best first, until the meaning is
 # there or this many are read (most stay among the best after fusion); the gate then reads the rest as it judges. Both
@@ -58,7 +59,7 @@ class Candidate:
     taken: bool = False
     why: str = ""
     episode: Episode | None = None  # None in "cues" mode: the memory is shown alone, as the seed did
-    newer: list[Memory] = field(default_factory=list)  # newer statements that change a value it shows
+    newer: list[Update] = field(default_factory=list)  # newer values of what it shows (versions.py)
 
 
 @dataclass

@@ -1,10 +1,12 @@
 """Which facts, procedures and decisions answer a prompt, and how they are shown.
 
-A question about the project (intent "project" or "recall") is matched against the project's current items: their
-words first (the full-text index of knowledge: text, kind of value, what it was for), then the meaning of the best
-of them (their vectors, made by the worker). An item is shown when it is close in meaning, or when it is the kind
-the question asks for (a value: a fact; how to run something: a procedure; why: a decision) and nearly as close.
-Shown first, before the episodes, with what it replaced and when: "(was 22:00-07:00 until 2026-11-20)".
+A question about the project (intent "project" or "recall") is matched against the project's observations
+(core/knowledge/): their words first (the full-text index: text, kind of value, what it was for), then the meaning of
+the best of them (their vectors, made by the worker). An observation matches when it is close in meaning, or when it
+is the kind the question asks for (a value: a fact; how to run something: a procedure; why: a decision) and nearly as
+close. What is shown is not the match but what is current about its thing (core/knowledge/current.py): a question
+that matches the old port's statement best is answered with the new port, "(was 8123 until 2026-11-20)"; a rule
+taken back since, a question or a proposal is never shown as standing.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..embedding.embed import similarities
-from ..records import Knowledge
+from ..knowledge import current
+from ..records import SETTLED, Knowledge
 from ..terms import STOPWORDS, normalize_term, words
 
 if TYPE_CHECKING:
@@ -24,6 +27,7 @@ if TYPE_CHECKING:
     from ..storage import Store
 
 CANDIDATES = 40  # items read by their words, then ranked by meaning
+KINDS = ("fact", "procedure", "decision")
 MAX_TERMS = 10  # words of a prompt the lookup matches on
 MIN_SIMILARITY = 0.5  # close enough in meaning to be about what the prompt asks …
 MIN_FITTING_SIMILARITY = 0.42  # … or this close and of the kind the question asks for
@@ -31,6 +35,7 @@ MIN_SHARED_WORDS = 1  # and at least this many of the prompt's content words in 
 MAX_SHOWN = 2
 MAX_REPLACED_SHOWN = 1  # earlier values named after the current one
 RUNNER_UP_MARGIN = 0.15  # a second item is shown only this close to the first
+RESOLVED = 6  # the best matches whose things are looked up (what is current about them): a few reads each
 # Besides meaning, an item ranks by the prompt's words it holds (in what it says and its kind of value; in what it was
 # for), by how recent it is among the candidates (the newer of two close items is likelier the current one), and by
 # being stated (a procedure said in words, "use X for Y", over a command that merely ran).
@@ -60,9 +65,8 @@ def relevant(store: Store, project: str, prompt: str, vector: bytes | None, inte
     terms = content_terms(prompt)
     if not terms:
         return []
-    candidates = [(item, vec) for item, vec in store.knowledge_candidates(project, terms, ["fact", "procedure", "decision"],
-                                                                          CANDIDATES)
-                  if vec is not None and len(vec) == len(vector) and item.source_id not in exclude_sources]
+    candidates = [(item, vec) for item, vec in store.knowledge.candidates(project, terms, KINDS, CANDIDATES)
+                  if vec is not None and len(vec) == len(vector) and item.modality in SETTLED]
     if not candidates:
         return []
     scores = similarities([vec for _, vec in candidates], [vector])[:, 0]
@@ -90,14 +94,26 @@ def relevant(store: Store, project: str, prompt: str, vector: bytes | None, inte
             why = f"{item.kind} #{item.id}: meaning {similarity:.2f}, score {score:.2f}" + (
                 f", the {item.kind} the question asks for" if fits else "")
             found.append(Found(item, score, why))
-    found = _distinct(sorted(found, key=lambda f: -f.score))
-    if found:
-        best = found[0].score
-        found = [f for f in found if f.score >= best - RUNNER_UP_MARGIN][:MAX_SHOWN]
-        history = store.replaced([f.item.id for f in found if f.item.kind == "fact"])
-        for f in found:
-            f.replaced = history.get(f.item.id, [])[:MAX_REPLACED_SHOWN]
-    return found
+    return _as_current(store, project, sorted(found, key=lambda f: -f.score)[:RESOLVED], exclude_sources)
+
+
+def _as_current(store: Store, project: str, found: list[Found], exclude_sources: AbstractSet[int]) -> list[Found]:
+    """The matches as what is current about their things (the best first, one per thing), each with what it
+    replaced; a rule taken back since goes, and so does what this session was already shown."""
+    scores = {f.item.id: f for f in found}
+    shown: list[Found] = []
+    for answer in current.resolve(store.knowledge, project, [f.item for f in found]):
+        best = max((scores[k.id] for k in answer.found if k.id in scores), key=lambda f: f.score)
+        if not answer.standing or answer.item.source_id in exclude_sources:
+            continue
+        why = best.why if answer.item.id == best.item.id else \
+            f"{best.why}; #{answer.item.id} is what is current about it"
+        shown.append(Found(answer.item, best.score, why, answer.history[:MAX_REPLACED_SHOWN]))
+    shown = _distinct(shown)
+    if shown:
+        top = shown[0].score
+        shown = [f for f in shown if f.score >= top - RUNNER_UP_MARGIN][:MAX_SHOWN]
+    return shown
 
 
 def content_terms(text: str) -> list[str]:
@@ -126,11 +142,13 @@ def day(ts: float) -> str:
     return datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d")
 
 
-def shown(found: Found) -> str:
-    """One line: the item, when it was set, and the value it replaced ("was X until DATE")."""
+def shown(found: Found, owner: str = "") -> str:
+    """One line: the item, when it was set, and the value it replaced ("was X until DATE"); a teammate's says whose
+    (`owner`: who reads it)."""
     item = found.item
     label = {"fact": "Current", "procedure": "How it is done here", "decision": "Decided"}[item.kind]
-    line = f"{label} since {day(item.created_at)}: {item.text}"
+    by = f" (team, by {item.owner})" if item.team and item.owner and item.owner != owner else ""
+    line = f"{label} since {day(item.created_at)}{by}: {item.text}"
     for earlier in found.replaced:
-        line += f" (was: {earlier.text} — until {day(item.created_at)})"
+        line += f" (was {earlier.value} until {day(item.created_at)})"
     return line

@@ -13,18 +13,20 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ...shared.logs import JsonLog
 from .base import Capabilities, Row
+from .knowledge import KnowledgeTable
 from .term_frequency import TermFrequencies
+from .ties import TieTable
 
 if TYPE_CHECKING:
     from ...shared.paths import DataPaths
     from ..config import Config
-    from ..records import Memory, MemoryDraft
+    from ..records import Memory
     from .database import Database
     from .recent_vectors import RecentVectors, VectorFeed
 
@@ -44,6 +46,9 @@ class StoreContract(ABC):
         self._global_checked: tuple[float, bool] | None = None  # (when, whether) global memories exist (ram.py)
         self.vector_error: str | None = None  # why vectors cannot be stored here (None: they can)
         self.read_only = False  # opened from a data dir that cannot be written (searched, never written)
+        # The parts with a storage of their own: what memories teach (core/knowledge/) and what they are tied to.
+        self.knowledge = KnowledgeTable(db, self._knowledge_words)
+        self.ties = TieTable(db)
 
     # --- one request's reads ---------------------------------------------------------------------------
 
@@ -240,23 +245,8 @@ class StoreContract(ABC):
     # --- knowledge (knowledge.py) --------------------------------------------------------------------
 
     @abstractmethod
-    def _knowledge_matches(self, project: str, terms: list[str], kinds: list[str], limit: int) -> list[int]:
-        """Ids of the project's current knowledge items of these kinds that hold any of `terms`, best first."""
-
-    @abstractmethod
-    def _keep_knowledge(self, memory_id: int, draft: MemoryDraft) -> None: ...
-
-    @abstractmethod
-    def _forget_knowledge_context(self, session_id: str, project: str) -> None: ...
-
-    @abstractmethod
-    def _move_knowledge(self, ids: list[int], project: str) -> None: ...
-
-    @abstractmethod
-    def _keep_ties(self, memory_id: int, draft: MemoryDraft) -> None: ...
-
-    @abstractmethod
-    def _move_ties(self, ids: list[int], project: str) -> None: ...
+    def _knowledge_words(self, project: str, terms: Sequence[str], kinds: Sequence[str], limit: int) -> list[int]:
+        """Ids of the project's knowledge items of these kinds that hold any of `terms`, best first."""
 
     @abstractmethod
     def _delete_receipts_of(self, ids: list[int]) -> None: ...

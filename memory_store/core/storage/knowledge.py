@@ -1,245 +1,189 @@
-"""Facts, procedures and decisions beside the memories they were read from (core/knowledge/).
+"""The observations of core/knowledge/, kept with the memories they were read from: a part of its own.
 
-Each item is stored with its memory, in the same transaction (Memories._record_one), and belongs to it: forgetting
-the memory deletes the item (ON DELETE CASCADE). A newer item about the same thing marks the older one
-`superseded_by`, so the current value is one query away and the older ones are its history:
+`KnowledgeTable` (one per store: `store.knowledge`) is the narrow storage the knowledge engine reads
+(core/knowledge/current.py `Observations`) and the background work writes, instead of more methods on `Store`.
+Written once for both backends; the full-text lookup of an observation's words is each backend's (`words`).
 
-- the same subject (a file and a setting's name, `src/app.ts:timeout`; an exported variable): always;
-- a value stated in words, or a setting and the same setting in words: when the newer text gives another value for
-  what the older one measures (knowledge/values.replaces), among the older items that share its rarest words;
-- a procedure: the same command run again (its newest run is the one kept).
-
-Written once for both backends; the full-text lookup is each backend's (`_knowledge_matches`).
+- Every row belongs to the memory it was read from (ON DELETE CASCADE: forgetting the memory deletes it) and is read
+  with it: a teammate reads the observations of a memory shared with the team, labelled with its owner, and nothing
+  of a private one (on PostgreSQL the policies say so).
+- The worker reads a memory's observations in the background (`knowledge_queue`, filled on insert; core/jobs.py
+  `learn_pending`) and writes them at once, replacing what an earlier reading wrote (`replace`): `recall reindex`
+  and an upgrade read every memory again, a share or a forget the memories it touched.
+- Nothing here decides what is current: that is read by core/knowledge/current.py.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from ..knowledge import extract, values
-from ..records import Knowledge, KnowledgeDraft, MemoryDraft
-from ..terms import STOPWORDS, words
+from ..records import Knowledge, KnowledgeDraft
 from .base import marks
-from .contract import StoreContract
 
-KNOWLEDGE_COLUMNS = ("id, project, kind, subject, value, text, thing, file, context, source_id, session_id, created_at, "
-                     "superseded_by")
-MAX_CHAIN = 20  # steps walked along what replaced what
-SUPERSEDE_TERMS = 10  # the longest words of a new fact its earlier versions are looked up by
-SUPERSEDE_LOOKUP = 12  # earlier items compared with a new statement of a value (the best matches of its words)
-FAILURE_LOOKBACK_SECONDS = 1800.0  # a command's failures this long before it worked are its procedure's notes
-MAX_NOTE_CHARS = 160
-NOTE_OPENING = " (worked after: "  # a procedure's note: the failure it came after (capture's redacted error text)
-_FAILED_COMMAND = re.compile(r"^\w+ (?:failed|interrupted): `([^`]*)`")  # an error memory (capture.tool_failure)
+if TYPE_CHECKING:
+    from .database import Database
+
+COLUMNS = ("k.id, k.project, k.kind, k.subject, k.name, k.value, k.text, k.thing, k.file, k.context, k.modality, "
+           "k.source, k.source_id, k.session_id, k.created_at, m.owner, m.visibility")
+FROM = "knowledge k JOIN memories m ON m.id = k.source_id"
+READ_LIMIT = 400  # observations read at once by one lookup
+KINDS = ("fact", "procedure", "decision")
+# The words of an observation a lookup matches: backend-specific (an FTS5 table; a tsvector column).
+Words = Callable[[str, Sequence[str], Sequence[str], int], list[int]]
 
 
 def knowledge_of(row: tuple) -> Knowledge:
-    (item_id, project, kind, subject, value, text, thing, file, context, source_id, session_id, created_at,
-     superseded_by) = row
-    return Knowledge(id=item_id, project=project, kind=kind, subject=subject, value=value, text=text, thing=thing,
-                     file=file, context=context, source_id=source_id, session_id=session_id, created_at=created_at,
-                     superseded_by=superseded_by)
+    (item_id, project, kind, subject, name, value, text, thing, file, context, modality, source, source_id, session_id,
+     created_at, owner, visibility) = row
+    return Knowledge(id=item_id, project=project, kind=kind, subject=subject, name=name, value=value, text=text,
+                     thing=thing, file=file, context=context, modality=modality, source=source, source_id=source_id,
+                     session_id=session_id, created_at=created_at, owner=owner or "", team=visibility == "team")
 
 
-class KnowledgeItems(StoreContract):
-    # --- writing (inside Memories._record_one's transaction) ---------------------------------------
+def leaf_of(name: str) -> str:
+    return name.rsplit(".", 1)[-1] if name else ""
 
-    def _keep_knowledge(self, memory_id: int, draft: MemoryDraft) -> None:
-        """Store what a new memory teaches, and mark what it replaces."""
-        for item in draft.knowledge:
-            if item.kind == "procedure" and draft.kind == "tool":  # a command that ran (a how-to said in words has
-                item = self._with_failures(item, draft)  # its own words)
-            if self._already_known(draft.project, item):
-                continue
-            new_id = self.db.value(
-                "INSERT INTO knowledge(project, kind, subject, value, text, thing, file, context, source_id, session_id, "
-                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                (draft.project, item.kind, item.subject, item.value, item.text, item.thing, item.file, item.context,
-                 memory_id, draft.session_id, draft.created_at))
-            older = self._replaced_by(draft.project, item, new_id)
-            if older:
-                self.db.run(f"UPDATE knowledge SET superseded_by = ? WHERE id IN ({marks(older)})", [new_id, *older])
 
-    def _already_known(self, project: str, item: KnowledgeDraft) -> bool:
-        """The same text is already current (a command run again, a value said again): nothing new."""
-        return self.db.one("SELECT 1 FROM knowledge WHERE project = ? AND kind = ? AND subject = ? AND text = ? "
-                           "AND superseded_by IS NULL", (project, item.kind, item.subject, item.text)) is not None
+class KnowledgeTable:
+    def __init__(self, db: Database, words: Words) -> None:
+        self.db = db
+        self._words = words
 
-    def _replaced_by(self, project: str, item: KnowledgeDraft, new_id: int) -> list[int]:
-        """The current items of the project this new one replaces (see the module docstring)."""
-        if item.kind == "decision":
+    # --- what a memory teaches: written by the background work --------------------------------------------------
+
+    def replace(self, memory_id: int, project: str, session_id: str, created_at: float,
+                items: Sequence[KnowledgeDraft]) -> None:
+        """The observations read from one memory, in place of any earlier reading of it."""
+        with self.db.write():
+            self.db.run("DELETE FROM knowledge WHERE source_id = ?", (memory_id,))
+            self.db.many("INSERT INTO knowledge(project, kind, subject, name, leaf, value, text, thing, file, context, "
+                         "modality, source, source_id, session_id, created_at) "
+                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         [(project, item.kind, item.subject, item.name, leaf_of(item.name), item.value, item.text,
+                           item.thing, item.file, item.context, item.modality, item.source, memory_id, session_id,
+                           created_at - item.earlier) for item in items])
+
+    def queued(self, limit: int) -> list[int]:
+        """Memories (this role's) waiting to be read, the oldest first: a turn's tool calls before its answer."""
+        return [r[0] for r in self.db.all(f"SELECT q.memory_id FROM knowledge_queue q WHERE {self.db.dialect.mine} "
+                                          "ORDER BY q.memory_id LIMIT ?", (limit,))]
+
+    def read(self, memory_ids: Sequence[int]) -> None:
+        """These memories' observations are written."""
+        if memory_ids:
+            self.db.run(f"DELETE FROM knowledge_queue WHERE memory_id IN ({marks(memory_ids)})", list(memory_ids))
+
+    def requeue(self, memory_ids: Sequence[int] | None = None) -> int:
+        """Read these memories (None: every memory of this role) again; returns how many wait."""
+        mine = self.db.dialect.mine
+        with self.db.write():
+            if memory_ids is None:
+                self.db.run(f"INSERT INTO knowledge_queue(memory_id) SELECT id FROM memories WHERE {mine} "
+                            "ON CONFLICT DO NOTHING")
+            elif memory_ids:
+                self.db.run(f"INSERT INTO knowledge_queue(memory_id) SELECT id FROM memories WHERE id IN "
+                            f"({marks(memory_ids)}) AND {mine} ON CONFLICT DO NOTHING", list(memory_ids))
+        return self.pending()
+
+    def reread(self, memory_ids: Sequence[int]) -> None:
+        """These memories changed (shared, unshared): what was read from them goes at once, and they are read again."""
+        if memory_ids:
+            with self.db.write():
+                self.db.run(f"DELETE FROM knowledge WHERE source_id IN ({marks(memory_ids)})", list(memory_ids))
+                self.requeue(memory_ids)
+
+    def pending(self) -> int:
+        return int(self.db.value(f"SELECT count(*) FROM knowledge_queue WHERE {self.db.dialect.mine}", (), 0))
+
+    # --- reading (core/knowledge/current.py Observations, and the surfaces) ---------------------------------------
+
+    def _select(self, where: str, args: Sequence, order: str = "k.created_at, k.id", limit: int = READ_LIMIT
+                ) -> list[Knowledge]:
+        return [knowledge_of(r) for r in self.db.all(f"SELECT {COLUMNS} FROM {FROM} WHERE {where} ORDER BY {order} "
+                                                     "LIMIT ?", [*args, limit])]
+
+    def about(self, project: str, subject_list: Sequence[str]) -> list[Knowledge]:
+        if not subject_list:
             return []
-        if item.kind == "procedure":
-            return [r[0] for r in self.db.all(
-                "SELECT id FROM knowledge WHERE project = ? AND kind = 'procedure' AND value = ? AND id != ? "
-                "AND superseded_by IS NULL", (project, item.value, new_id))]
-        older = []
-        if item.subject:
-            older = [r[0] for r in self.db.all(
-                "SELECT id FROM knowledge WHERE project = ? AND kind = 'fact' AND subject = ? AND id != ? "
-                "AND superseded_by IS NULL", (project, item.subject, new_id))]
-        terms = sorted((w for w in dict.fromkeys(words(f"{item.text} {item.thing}")) if w not in STOPWORDS and len(w) > 2),
-                       key=len, reverse=True)[:SUPERSEDE_TERMS]  # one bounded query per new fact, at any size
-        for other_id in self._knowledge_matches(project, terms, ["fact"], SUPERSEDE_LOOKUP):
-            if other_id == new_id or other_id in older:
-                continue
-            row = self.db.one("SELECT text, superseded_by, file FROM knowledge WHERE id = ?", (other_id,))
-            if row is None or row[1] is not None or (item.file and row[2] and item.file != row[2]):
-                continue  # replaced already, or a setting of another file (`port` of the api and of the web app)
-            if values.replaces(values.as_stated(item.text), row[0]):
-                older.append(other_id)
-        values.forget_texts()
-        return older + self._said_with(older, new_id)
+        return self._select(f"k.project = ? AND k.subject IN ({marks(subject_list)})", [project, *subject_list])
 
-    def _said_with(self, older: list[int], new_id: int) -> list[int]:
-        """The other current facts of the memories the replaced facts came from that state one of their values
-        ("preview_link_ttl_hours = 24" and, in the same answer, "within those 24 hours anyone can open it"): the
-        value changed for them too."""
-        if not older:
+    def named(self, project: str, leaves: Sequence[str]) -> list[Knowledge]:
+        leaves = [leaf for leaf in leaves if leaf]
+        if not leaves:
             return []
-        replaced = self.db.all(f"SELECT source_id, value FROM knowledge WHERE id IN ({marks(older)})", older)
-        gone = {(source_id, v) for source_id, value in replaced for v in _values_of(value)}
-        sources = sorted({source_id for source_id, _ in gone})
-        if not sources:
-            return []
-        siblings = self.db.all(f"SELECT id, source_id, value FROM knowledge WHERE source_id IN ({marks(sources)}) "
-                               "AND kind = 'fact' AND superseded_by IS NULL AND id != ?", [*sources, new_id])
-        return [item_id for item_id, source_id, value in siblings if item_id not in older
-                and any((source_id, v) in gone for v in _values_of(value))]
+        return self._select(f"k.project = ? AND k.leaf IN ({marks(leaves)})", [project, *leaves])
 
-    def _with_failures(self, item: KnowledgeDraft, draft: MemoryDraft) -> KnowledgeDraft:
-        """A command that worked after the same program failed in this session: the failures are its notes, and
-        what the turn asked is its goal when the call said none."""
-        if not draft.session_id:
-            return item
-        programs = extract.programs_in(item.value)
-        failed = [text for (text,) in self.db.all(
-            "SELECT text FROM memories WHERE session_id = ? AND project = ? AND kind = 'error' AND created_at "
-            "BETWEEN ? AND ? ORDER BY created_at DESC LIMIT 3",
-            (draft.session_id, draft.project, draft.created_at - FAILURE_LOOKBACK_SECONDS, draft.created_at))
-            if (command := _FAILED_COMMAND.match(text)) and extract.programs_in(command.group(1)) & programs]
-        update: dict = {}
-        if failed:
-            note = " ".join(failed[0].split())[:MAX_NOTE_CHARS]
-            update["text"] = f"{item.text}{NOTE_OPENING}{note})"
-        if not item.context:
-            asked = self.db.value("SELECT text FROM memories WHERE session_id = ? AND project = ? AND kind = 'prompt' "
-                                  "AND created_at <= ? ORDER BY created_at DESC LIMIT 1",
-                                  (draft.session_id, draft.project, draft.created_at), "")
-            update["context"] = str(asked)[:300]
-        return item.model_copy(update=update) if update else item
+    def worded(self, project: str, terms: Sequence[str], kinds: Sequence[str], limit: int) -> list[Knowledge]:
+        return self.items(self._words(project, terms, kinds, limit))
 
-    # --- reading ------------------------------------------------------------------------------
-
-    def knowledge(self, project: str, kinds: list[str] | None = None, *, current: bool = True,
-                  limit: int = 1000) -> list[Knowledge]:
-        """The project's items, newest first (`current`: only those nothing replaced)."""
-        kinds = kinds or ["fact", "procedure", "decision"]
-        sql = (f"SELECT {KNOWLEDGE_COLUMNS} FROM knowledge WHERE project = ? AND kind IN ({marks(kinds)})"
-               + (" AND superseded_by IS NULL" if current else "") + " ORDER BY created_at DESC, id DESC LIMIT ?")
-        return [knowledge_of(r) for r in self.db.all(sql, [project, *kinds, limit])]
-
-    def knowledge_counts(self) -> dict[str, dict[str, int]]:
-        """kind -> {"current": n, "replaced": n} over every project."""
-        found: dict[str, dict[str, int]] = {}
-        for kind, replaced, count in self.db.all("SELECT kind, superseded_by IS NOT NULL, count(*) FROM knowledge "
-                                                 "GROUP BY kind, superseded_by IS NOT NULL"):
-            found.setdefault(kind, {"current": 0, "replaced": 0})["replaced" if replaced else "current"] = int(count)
-        return found
-
-    def knowledge_items(self, ids: list[int]) -> list[Knowledge]:
-        """These items, in the order asked."""
+    def items(self, ids: Sequence[int]) -> list[Knowledge]:
+        """These observations, in the order asked."""
         if not ids:
             return []
-        rows = {r[0]: r for r in self.db.all(f"SELECT {KNOWLEDGE_COLUMNS} FROM knowledge WHERE id IN ({marks(ids)})",
-                                             ids)}
-        return [knowledge_of(rows[i]) for i in ids if i in rows]
+        rows = {k.id: k for k in self._select(f"k.id IN ({marks(ids)})", list(ids), limit=len(ids))}
+        return [rows[i] for i in ids if i in rows]
 
-    def replaced(self, item_ids: list[int]) -> dict[int, list[Knowledge]]:
-        """For each item, the earlier items it replaced, directly or through others, newest first."""
-        found: dict[int, list[Knowledge]] = {}
-        for item_id in item_ids:
-            chain: list[Knowledge] = []
-            frontier = [item_id]
-            seen = {item_id}
-            while frontier and len(chain) < MAX_CHAIN:
-                rows = self.db.all(f"SELECT {KNOWLEDGE_COLUMNS} FROM knowledge WHERE superseded_by IN "
-                                   f"({marks(frontier)})", frontier)
-                earlier = [knowledge_of(r) for r in rows if r[0] not in seen]
-                seen.update(k.id for k in earlier)
-                chain.extend(earlier)
-                frontier = [k.id for k in earlier]
-            found[item_id] = sorted(chain, key=lambda k: -k.created_at)
-        return found
-
-    def replacing_sources(self, memory_ids: list[int]) -> dict[int, int]:
-        """For facts these memories stated that a newer fact replaced: memory id -> the memory the current fact comes
-        from (the newest in its chain)."""
+    def of_memories(self, memory_ids: Sequence[int]) -> list[Knowledge]:
+        """What these memories taught."""
         if not memory_ids:
-            return {}
-        found: dict[int, int] = {}
-        for source_id, newer_id in self.db.all(f"SELECT source_id, superseded_by FROM knowledge WHERE source_id IN "
-                                               f"({marks(memory_ids)}) AND superseded_by IS NOT NULL", memory_ids):
-            seen = {newer_id}
-            for _ in range(MAX_CHAIN):  # the newest of a chain, a few steps away in practice
-                row = self.db.one("SELECT superseded_by, source_id FROM knowledge WHERE id = ?", (newer_id,))
-                if row is None:
-                    break
-                if row[0] is None or row[0] in seen:
-                    found[source_id] = row[1]
-                    break
-                newer_id = row[0]
-                seen.add(newer_id)
-        return found
+            return []
+        return self._select(f"k.source_id IN ({marks(memory_ids)})", list(memory_ids))
 
-    def knowledge_candidates(self, project: str, terms: list[str], kinds: list[str], limit: int
-                             ) -> list[tuple[Knowledge, bytes | None]]:
-        """The current items whose words best match `terms`, with their vectors (None until embedded)."""
-        ids = self._knowledge_matches(project, terms, kinds, limit)
+    def listed(self, project: str, kinds: Sequence[str] | None = None, limit: int = 1000,
+               since: float | None = None) -> list[Knowledge]:
+        """The project's observations of these kinds, newest first (from `since` on)."""
+        kinds = list(kinds or KINDS)
+        where = f"k.project = ? AND k.kind IN ({marks(kinds)})" + (" AND k.created_at >= ?" if since else "")
+        return self._select(where, [project, *kinds, *([since] if since else [])], "k.created_at DESC, k.id DESC",
+                            limit)
+
+    def candidates(self, project: str, terms: Sequence[str], kinds: Sequence[str], limit: int
+                   ) -> list[tuple[Knowledge, bytes | None]]:
+        """The observations whose words best match `terms`, with their vectors (None until embedded)."""
+        ids = self._words(project, terms, kinds, limit)
         if not ids:
             return []
-        rows = {r[0]: r for r in self.db.all(f"SELECT {KNOWLEDGE_COLUMNS}, embedding FROM knowledge WHERE id IN "
-                                             f"({marks(ids)}) AND superseded_by IS NULL", ids)}
-        return [(knowledge_of(rows[i][:-1]), rows[i][-1]) for i in ids if i in rows]
+        vectors = dict(self.db.all(f"SELECT id, embedding FROM knowledge WHERE id IN ({marks(ids)})", ids))
+        return [(item, vectors.get(item.id)) for item in self.items(ids)]
 
-    # --- vectors (the worker's background rounds) ------------------------------------------------
+    def counts(self) -> dict[str, int]:
+        """kind -> how many observations, over every project."""
+        return {kind: int(n) for kind, n in self.db.all("SELECT kind, count(*) FROM knowledge GROUP BY kind")}
 
-    def knowledge_to_embed(self, limit: int) -> list[tuple[int, str]]:
-        """Items without a vector yet: (id, the text their vector is made of)."""
-        rows = self.db.all("SELECT id, kind, text, value, thing, context FROM knowledge WHERE embedding IS NULL "
-                           f"AND {self.db.dialect.mine} ORDER BY id LIMIT ?", (limit,))
+    # --- vectors (the worker's background rounds) ------------------------------------------------------------------
+
+    def to_embed(self, limit: int) -> list[tuple[int, str]]:
+        """Observations without a vector yet: (id, the text their vector is made of)."""
+        rows = self.db.all(f"SELECT id, kind, text, value, thing, context FROM knowledge k WHERE embedding IS NULL AND "
+                           f"{self.db.dialect.mine} ORDER BY id LIMIT ?", (limit,))
         return [(item_id, embedding_text(kind, text, value, thing, context))
                 for item_id, kind, text, value, thing, context in rows]
 
-    def set_knowledge_vectors(self, rows: list[tuple[int, bytes]]) -> None:
+    def set_vectors(self, rows: Sequence[tuple[int, bytes]]) -> None:
         with self.db.write():
             self.db.many("UPDATE knowledge SET embedding = ? WHERE id = ?", [(vector, item_id) for item_id, vector in rows])
 
-    def knowledge_pending(self) -> int:
-        return int(self.db.value(f"SELECT count(*) FROM knowledge WHERE embedding IS NULL AND {self.db.dialect.mine}",
+    def vectors_pending(self) -> int:
+        return int(self.db.value(f"SELECT count(*) FROM knowledge k WHERE embedding IS NULL AND {self.db.dialect.mine}",
                                  (), 0))
 
-    # --- forgetting and moving --------------------------------------------------------------------
+    # --- what moves and forgets change ------------------------------------------------------------------------------
 
-    def _forget_knowledge_context(self, session_id: str, project: str) -> None:
-        """What a session's items were for (`context`) may quote a forgotten prompt, and a procedure's note a forgotten
-        error: both go."""
-        self.db.run("UPDATE knowledge SET context = '' WHERE session_id = ? AND project = ? AND context != ''",
-                    (session_id, project))
-        for item_id, text in self.db.all("SELECT id, text FROM knowledge WHERE session_id = ? AND project = ? AND "
-                                         "kind = 'procedure' AND text LIKE ?", (session_id, project, f"%{NOTE_OPENING}%")):
-            self.db.run("UPDATE knowledge SET text = ? WHERE id = ?", (text.split(NOTE_OPENING)[0], item_id))
+    def move(self, memory_ids: Sequence[int], project: str) -> None:
+        """Observations follow the memories they came from into another project (storage/places.py)."""
+        if memory_ids:
+            self.db.run(f"UPDATE knowledge SET project = ? WHERE source_id IN ({marks(memory_ids)})",
+                        [project, *memory_ids])
 
-    def _move_knowledge(self, ids: list[int], project: str) -> None:
-        """Items follow the memories they came from into another project (storage/places.py)."""
+    def forget_session_context(self, session_id: str, project: str) -> None:
+        """A session lost a memory: what its observations say they were for (a prompt) or came after (an error) may
+        quote it. They go, and its memories are read again without it."""
+        ids = [r[0] for r in self.db.all(f"SELECT id FROM memories WHERE session_id = ? AND project = ? AND "
+                                         f"{self.db.dialect.mine}", (session_id, project))]
         if ids:
-            self.db.run(f"UPDATE knowledge SET project = ? WHERE source_id IN ({marks(ids)})", [project, *ids])
-
-
-def _values_of(value: str) -> set[str]:
-    """The bare values of an item's `value` ("attempt=8, email_job_options=8" → {"8"}; "24" → {"24"})."""
-    found = {part.split("=", 1)[-1].strip() for part in value.split(", ") if part.strip()}
-    return {v for v in found if len(v) >= 2}  # a lone digit is in too many sentences to tie them
+            self.db.run(f"DELETE FROM knowledge WHERE source_id IN ({marks(ids)})", ids)
+            self.requeue(ids)
 
 
 def embedding_text(kind: str, text: str, value: str, thing: str, context: str) -> str:

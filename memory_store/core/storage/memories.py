@@ -83,8 +83,6 @@ class Memories(StoreContract):
                         updates.append((TURN_SEPARATOR.join(turns), previous_id))
                 # A shared memory keeps its text alone (sharing.py): no neighbour joins its context.
                 db.many("UPDATE memories SET context_after = ? WHERE id = ? AND visibility = 'private'", updates)
-            self._keep_knowledge(memory_id, draft)
-            self._keep_ties(memory_id, draft)
         for old in draft.supersedes:
             if old != memory_id:
                 db.run("UPDATE memories SET superseded_by = ? WHERE id = ? AND project = ?",
@@ -154,6 +152,13 @@ class Memories(StoreContract):
                 f"SELECT {MEMORY_COLUMNS} FROM memories WHERE session_id = ? AND kind = 'prompt' "
                 "AND superseded_by IS NULL ORDER BY created_at DESC, id DESC LIMIT 1", (session_id,))
         return rows[0].memory() if rows else None
+
+    def earlier_in_session(self, session_id: str, project: str, kind: str, since: float, until: float,
+                           limit: int) -> list[str]:
+        """The texts of a session's memories of `kind` created in [since, until], the newest first."""
+        return [r[0] for r in self.db.all(
+            "SELECT text FROM memories WHERE session_id = ? AND project = ? AND kind = ? AND created_at BETWEEN ? AND ? "
+            "ORDER BY created_at DESC, id DESC LIMIT ?", (session_id, project, kind, since, until, limit))]
 
     def answered(self, prompt: Memory) -> bool:
         """Has an answer (an exchange) been stored in the prompt's session since the prompt?"""

@@ -68,8 +68,8 @@ class Places(StoreContract):
             with self.db.write():
                 self.db.run(f"UPDATE memories SET project = ? WHERE id IN ({marks(mine)})", (project, *mine))
                 self._moved_to_project(mine, project)
-                self._move_knowledge(mine, project)
-                self._move_ties(mine, project)
+                self.knowledge.move(mine, project)
+                self.ties.move(mine, project)
 
     def local_paths(self, project: str) -> list[str]:
         """Where `project` was seen on this machine, most recent first."""

@@ -41,6 +41,23 @@ class Sessions(StoreContract):
                 f"ended_at = {d.greatest}(coalesce(sessions.ended_at, 0), excluded.ended_at)",
                 (session_id, project, started, ended, transcript_path))
 
+    def session_rows(self, project: str | None) -> list[dict]:
+        """The sessions of a project (None: every one) as `recall export` writes them."""
+        where, args = ("WHERE project = ?", [project]) if project is not None else ("", [])
+        return [{"session_id": session_id, "project": project_name, "started_at": started, "ended_at": ended,
+                 "end_reason": reason, "transcript_path": path}
+                for session_id, project_name, started, ended, reason, path in self.db.all(
+                    "SELECT session_id, project, started_at, ended_at, end_reason, transcript_path FROM sessions "
+                    f"{where} ORDER BY started_at, session_id", args)]
+
+    def restore_session(self, row: dict) -> None:
+        """A session as `recall export` wrote it, kept as it was (one already here is left as it is)."""
+        with self.db.write():
+            self.db.run("INSERT INTO sessions(session_id, project, started_at, ended_at, end_reason, transcript_path) "
+                        f"VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT({self.db.dialect.owner_key}session_id) DO NOTHING",
+                        (str(row["session_id"]), str(row["project"]), float(row["started_at"]),
+                         row.get("ended_at"), row.get("end_reason"), row.get("transcript_path")))
+
     def known_session(self, session_id: str) -> bool:
         """Has recall seen this session (opened, imported, or holding memories)?"""
         return self.db.one("SELECT 1 FROM sessions WHERE session_id = ? UNION ALL "

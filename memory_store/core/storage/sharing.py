@@ -2,7 +2,9 @@
 
 A shared memory is its text alone: its neighbouring turns (the context columns, indexed for matching)
 and its meta (an answer's question, files, ids) are moved to `private_parts`, a table only the owner
-can read, and the row keeps what its readers may see. `unshare` puts them back. Everything captured
+can read, and the row keeps what its readers may see. `unshare` puts them back. What was read from it
+(its knowledge and ties) is read again from what it now holds: a teammate reads a shared rule, never the
+question it answered. Everything captured
 starts private; only the owner may share, unshare or forget (in PostgreSQL the policies enforce it).
 Which text may be shared (the secret scan, the question) is core's business (api.Recall.share).
 
@@ -44,6 +46,9 @@ class Sharing(StoreContract):
                 self.db.run("UPDATE memories SET visibility = 'team', meta = ?, context_before = '', "
                             "context_after = '' WHERE id = ?", (json.dumps(kept, ensure_ascii=False), memory_id))
                 changed.append(memory_id)
+            # What was read from them held their private parts (what they were for, the turn's files): read again.
+            self.knowledge.reread(changed)
+            self.ties.clear(changed)
         return changed
 
     def unshare(self, ids: list[int]) -> list[int]:
@@ -66,4 +71,6 @@ class Sharing(StoreContract):
                 if session_id:
                     self._rebuild_context(session_id, project)
                 changed.append(memory_id)
+            self.knowledge.reread(changed)
+            self.ties.clear(changed)
         return changed

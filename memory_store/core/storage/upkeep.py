@@ -50,7 +50,7 @@ class Upkeep(StoreContract):
                 for session_id, project in {(m.session_id, m.project) for m in gone if m.session_id}:
                     self._rebuild_context(session_id, project)
                     self._drop_quoted_questions(session_id, project, texts)
-                    self._forget_knowledge_context(session_id, project)
+                    self.knowledge.forget_session_context(session_id, project)
             self._after_forget()
         return gone
 

@@ -41,7 +41,7 @@ def import_command(
         with typer.progressbar(length=len(files), label="Importing transcripts", file=sys.stderr) as bar:
             report = recall.import_transcripts(paths, progress=lambda _path: bar.update(1))
         embedded = 0
-        pending = recall.pending_embeddings() if embed else 0
+        pending = recall.pending_work() if embed else 0
         if pending:
             with typer.progressbar(length=pending, label="Embedding", file=sys.stderr) as bar:
                 embedded = recall.embed_backlog(progress=bar.update)

@@ -288,16 +288,18 @@ def export(
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON: the memories as one array, or with "
                                               "--output what was written.")] = False,
 ):
-    """Export memories: JSONL (one object per memory, every field; `recall import` reads it back) or Markdown."""
+    """Export memories: JSONL (one object per memory, every field, then one per session; `recall import` reads it
+    back, and what the memories teach and are tied to with them) or Markdown."""
     if output_format not in ("jsonl", "markdown"):
         raise typer.BadParameter("use jsonl or markdown", param_hint="--format")
     with open_home(home) as recall:
-        memories = recall.export(resolve_project(project, all_projects))
+        records = recall.export(resolve_project(project, all_projects))
+    memories = [record for record in records if "record" not in record]
     if json_output and output is None:
-        emit_json(memories)
+        emit_json(records)
         return
     if output_format == "jsonl":
-        text = "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in memories)
+        text = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
     else:
         lines = ["# recall export", ""]
         for project_name in sorted({m["project"] for m in memories}):

@@ -104,7 +104,7 @@ class Viewer:
             items = self.recall.knowledge(project, [kind], 100)
             rows = "".join(
                 f'<tr><td class="nowrap">{_esc(day(item.created_at))}</td><td>{_esc(item.text)}'
-                + "".join(f'<div class="was">was: {_esc(e.text)} (since {_esc(day(e.created_at))})</div>'
+                + "".join(f'<div class="was">was {_esc(e.value)}: {_esc(e.text)} (since {_esc(day(e.created_at))})</div>'
                           for e in item.replaced)
                 + f'</td><td><a href="{self.link(f"/memory/{item.source_id}")}">#{item.source_id}</a></td></tr>'
                 for item in items)
@@ -164,7 +164,7 @@ class Viewer:
 
     def _search(self, query: str, project: str | None, everything: bool):
         shown: Shown = "all" if everything else "relevant"
-        return self.recall.search_through_worker(query, PAGE_SIZE * 2, project, shown=shown)
+        return self.recall.search_here(query, PAGE_SIZE * 2, project, shown=shown, embed_backlog=False, worker_first=True)
 
     def _table(self, memories, show_project: bool, selectable: bool = False) -> str:
         """Memories as a table; `selectable`: a box on each of the user's own, and a button that forgets the ones

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 
 from ....shared.projects import GLOBAL_PROJECT
 from ..base import CONVERSATION_KINDS, MEMORY_COLUMNS, marks
@@ -91,7 +92,7 @@ class PgSearch(PgState):
 
     # --- words ----------------------------------------------------------------------------------
 
-    def _word_lexemes(self, terms: list[str]) -> dict[str, list[tuple[str, int]]]:
+    def _word_lexemes(self, terms: Sequence[str]) -> dict[str, list[tuple[str, int]]]:
         """term -> its (lexeme, position) under the english configuration (stopwords have none)."""
         rows = self.db.all("SELECT t.term, u.lexeme, u.positions[1] FROM unnest(?::text[]) AS t(term), "
                            "unnest(to_tsvector('english', plain(t.term))) AS u", (list(terms),))
@@ -150,14 +151,14 @@ class PgSearch(PgState):
                     self._stats_cache[("df", lexeme)] = (now, count)
         return counts
 
-    def _knowledge_matches(self, project: str, terms: list[str], kinds: list[str], limit: int) -> list[int]:
+    def _knowledge_words(self, project: str, terms: Sequence[str], kinds: Sequence[str], limit: int) -> list[int]:
         lexemes = sorted({lexeme for found in self._word_lexemes(terms).values() for lexeme, _ in found})
         if not lexemes or not kinds:
             return []
         match = " | ".join(tsquery_literal(lexeme) for lexeme in lexemes)
         return [r[0] for r in self.db.all(
             f"SELECT id FROM knowledge WHERE fts @@ ?::tsquery AND project = ? AND kind IN ({marks(kinds)}) "
-            "AND superseded_by IS NULL ORDER BY ts_rank(fts, ?::tsquery) DESC, id DESC LIMIT ?",
+            "ORDER BY ts_rank(fts, ?::tsquery) DESC, id DESC LIMIT ?",
             [match, project, *kinds, match, limit])]
 
     def lexical_candidates(self, terms: list[str], required: list[str] | None, n: int, project: str | None,

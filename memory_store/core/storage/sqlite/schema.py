@@ -345,9 +345,57 @@ def m012_tombstones(conn: apsw.Connection) -> None:
     )
 
 
+def m013_observations(conn: apsw.Connection) -> None:
+    """Knowledge as observations, not verdicts (core/knowledge/): each row says what a memory stated or did about a
+    subject (scoped: a file and a key path, a setting's name, a command), how (its modality) and from what source;
+    nothing marks it replaced, what is current is computed when read (core/knowledge/current.py). Rows are read
+    from the memories in the background (`knowledge_queue`, filled on insert); this migration queues every memory,
+    so knowledge and ties are read again from what is stored, memories kept before 0.2 included."""
+    conn.execute(
+        f"""
+        DROP TRIGGER IF EXISTS knowledge_fts_insert;
+        DROP TRIGGER IF EXISTS knowledge_fts_delete;
+        DROP TRIGGER IF EXISTS knowledge_fts_update;
+        DROP TABLE IF EXISTS knowledge_fts;
+        DROP TABLE IF EXISTS knowledge;
+        CREATE TABLE knowledge (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            project TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('fact', 'procedure', 'decision')),
+            subject TEXT NOT NULL,
+            name TEXT NOT NULL DEFAULT '',
+            leaf TEXT NOT NULL DEFAULT '',
+            value TEXT NOT NULL,
+            text TEXT NOT NULL,
+            thing TEXT NOT NULL DEFAULT '',
+            file TEXT NOT NULL DEFAULT '',
+            context TEXT NOT NULL DEFAULT '',
+            modality TEXT NOT NULL CHECK (modality IN ('set', 'stated', 'proposed', 'asked', 'negated', 'revoked')),
+            source TEXT NOT NULL DEFAULT '',
+            source_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            session_id TEXT NOT NULL DEFAULT '',
+            created_at REAL NOT NULL,
+            embedding BLOB
+        );
+        CREATE INDEX knowledge_subject ON knowledge(project, subject, created_at);
+        CREATE INDEX knowledge_leaf ON knowledge(project, leaf) WHERE leaf != '';
+        CREATE INDEX knowledge_source ON knowledge(source_id);
+        CREATE INDEX knowledge_unembedded ON knowledge(id) WHERE embedding IS NULL;
+        {external_fts("knowledge", ("text", "thing", "context"))}
+        INSERT INTO knowledge_fts(knowledge_fts, rank) VALUES ('secure-delete', 0);
+        CREATE TABLE knowledge_queue (memory_id INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE);
+        CREATE TRIGGER memories_knowledge_enqueue AFTER INSERT ON memories BEGIN
+            INSERT OR IGNORE INTO knowledge_queue(memory_id) VALUES (new.id);
+        END;
+        INSERT INTO knowledge_queue(memory_id) SELECT id FROM memories;
+        """
+    )
+
+
 MIGRATIONS = [m001_initial, m002_forget_for_good, m003_vector_changes, m004_pins_and_receipts, m005_sources,
               m006_pruned, m007_fts_merge_on_forget, m008_owner_and_visibility, m009_project_paths_and_sharing,
-              m010_knowledge, m011_ties, m012_tombstones]
+              m010_knowledge, m011_ties, m012_tombstones,
+              m013_observations]
 
 
 def local_user() -> str:

@@ -3,6 +3,8 @@ worker's RAM copy of recent vectors, storage/ram.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import apsw
 
 from ....shared.projects import GLOBAL_PROJECT
@@ -17,7 +19,7 @@ def fts_phrase(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def fts_expression(terms: list[str], required: list[str] | None = None) -> str | None:
+def fts_expression(terms: Sequence[str], required: Sequence[str] | None = None) -> str | None:
     """FTS5 MATCH expression: the terms as phrases, OR-ed; with `required` (some of the terms), only
     what holds one of those matches, and every term still counts in its BM25 score."""
     either = " OR ".join(fts_phrase(t) for t in terms) or None
@@ -170,13 +172,13 @@ class SqliteSearch(SqliteState):
             args.append(n)
             return {memory_id: score for memory_id, score in self.db.all(sql, args)}
 
-    def _knowledge_matches(self, project: str, terms: list[str], kinds: list[str], limit: int) -> list[int]:
+    def _knowledge_words(self, project: str, terms: Sequence[str], kinds: Sequence[str], limit: int) -> list[int]:
         expression = fts_expression(terms)
         if expression is None or not kinds:
             return []
         return [r[0] for r in self.db.all(
             f"SELECT k.id FROM knowledge_fts JOIN knowledge k ON k.id = knowledge_fts.rowid WHERE knowledge_fts MATCH ? "
-            f"AND k.project = ? AND k.kind IN ({marks(kinds)}) AND k.superseded_by IS NULL "
+            f"AND k.project = ? AND k.kind IN ({marks(kinds)}) "
             "ORDER BY bm25(knowledge_fts, 1.0, 0.6, 0.4) LIMIT ?", [expression, project, *kinds, limit])]
 
     def _first_id_from(self, project: str | None, since: float) -> int | None:

@@ -1,0 +1,250 @@
+"""What is current: computed when read, from the observations, by this one engine that every surface asks.
+
+Nothing is ever marked replaced. For an item, its *thing* is every observation about the same thing (`same_thing`);
+what is current about it is the newest observation that was set or stated (a question, a proposal, a negation never
+is); the others with another value are its history, with their dates. A decision stands until a later observation
+of the same rule revokes it. A wrong guess of sameness costs a wrong line at worst, never a lost value.
+
+Sameness, by subject (core/knowledge/subjects.py):
+
+- the same subject: always;
+- a setting named in words and a file's setting: the same key path, or the name the last segments of the file's path
+  (`maxRetryCount` / `EnableRetryOnFailure.maxRetryCount`), when exactly one file's setting fits (a bare `port` said
+  in words is no file's when two files have one) or the statement names that file;
+- a value said in words and a setting: every word of the setting's name is among the statement's
+  (`dev server port` / `server.port`), two at least;
+- two values said in words: the same kind of value, and most of their words in common.
+
+A rule is its own thing (two rules about the same files are two rules); a later revocation ("we no longer …") with
+most of its words in common takes it back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..records import SETTLED, Knowledge
+from . import subjects
+
+MIN_SHARED = 2  # words two statements in words (or a statement and a setting's name) must share
+SHARED_SHARE = 0.6  # … and this share of the smaller's words
+RULE_SHARE = 0.5  # two rules: this share of the smaller's words, two at least
+COMPOUND = 2  # a one-segment name of this many words ("lead_time_hours") says which setting it is on its own
+RELATED = 200  # observations read per thing
+SAME_CHANGE_SECONDS = 900.0  # a statement this soon after a write in its session tells of that change: the file says it
+
+
+class Observations(Protocol):
+    """What the engine reads: the narrow storage of knowledge (core/storage/knowledge.py)."""
+
+    def about(self, project: str, subject_list: Sequence[str]) -> list[Knowledge]:
+        """Every observation of these subjects, history included."""
+
+    def named(self, project: str, leaves: Sequence[str]) -> list[Knowledge]:
+        """Every observation of a setting whose name ends in one of these segments."""
+
+    def worded(self, project: str, terms: Sequence[str], kinds: Sequence[str], limit: int) -> list[Knowledge]:
+        """Observations whose words hold any of these terms, the best matches first."""
+
+
+@dataclass
+class Answer:
+    """One thing as every surface shows it: what is current about it, and what it was before."""
+
+    item: Knowledge  # the current observation (for a decision: the rule as it stands)
+    history: list[Knowledge] = field(default_factory=list)  # earlier values, newest first
+    found: list[Knowledge] = field(default_factory=list)  # the observations that led to it (a search's matches)
+    standing: bool = True  # False: a decision revoked since, or a thing with nothing settled
+    revoked_by: Knowledge | None = None  # what took a decision back
+
+
+def same_thing(a: Knowledge, b: Knowledge, unique_names: set[str] | None = None) -> bool:
+    """Are `a` and `b` about the same thing (the module's docstring)? `unique_names`: the names said in words that fit
+    exactly one file's setting in the project (None: every fit counts)."""
+    if a.kind != b.kind:
+        return False
+    if a.subject == b.subject:
+        return True
+    if a.kind != "fact":
+        return False
+    ka, kb = _sort(a), _sort(b)
+    if ka == kb == subjects.WORDS:
+        return _kinds_agree(a, b) and _words_alike(subjects.bag(a.subject), subjects.bag(b.subject))
+    if subjects.WORDS in (ka, kb):
+        words_item, named_item = (a, b) if ka == subjects.WORDS else (b, a)
+        return _name_in_words(named_item, subjects.bag(words_item.subject))
+    if subjects.ENV in (ka, kb):
+        return False  # a variable is its command's alone
+    if ka == kb == subjects.FILE:
+        return False  # two files, or two settings of one file (the same setting is the same subject)
+    if ka == kb == subjects.NAME:
+        return _names_alike(a.name, b.name)
+    said, filed = (a, b) if ka == subjects.NAME else (b, a)
+    if not _names_alike(said.name, filed.name):
+        return False
+    if said.file:
+        return said.file == filed.file
+    return unique_names is None or said.name in unique_names
+
+
+def _sort(item: Knowledge) -> str:
+    return item.subject.split(":", 1)[0] + ":"
+
+
+def _names_alike(short: str, long: str) -> bool:
+    if not short or not long:
+        return False
+    if short == long:
+        return True
+    short, long = sorted((short, long), key=len)
+    if not long.endswith("." + short):
+        return False
+    return "." in short or len(short.split("_")) >= COMPOUND
+
+
+def _name_in_words(item: Knowledge, said: set[str]) -> bool:
+    tail = ".".join(item.name.split(".")[-2:]) if item.name else ""
+    named = set(subjects.name_words(tail)) if tail else set()
+    if not named:
+        return False
+    return (len(named) >= MIN_SHARED and named <= said) or (len(said) >= MIN_SHARED and said <= named)
+
+
+def _words_alike(a: set[str], b: set[str]) -> bool:
+    shared = len(a & b)
+    if not a or not b:
+        return False
+    if len(a) == len(b) == 1:
+        return a == b
+    return shared >= MIN_SHARED and shared >= SHARED_SHARE * min(len(a), len(b))
+
+
+def revokes(later: Knowledge, rule: Knowledge) -> bool:
+    """Does `later` take `rule` back ("we no longer squash merges" / "always squash merges on main")?"""
+    if later.kind != "decision" or later.modality != "revoked" or later.created_at < rule.created_at:
+        return False
+    a, b = subjects.bag(later.subject), subjects.bag(rule.subject)
+    shared = len(a & b)
+    return shared >= MIN_SHARED and shared >= RULE_SHARE * min(len(a), len(b))
+
+
+def _kinds_agree(a: Knowledge, b: Knowledge) -> bool:
+    """Two values said in words measure the same kind of thing: their kinds of value meet, or one says none."""
+    ka, kb = set(_kinds(a)), set(_kinds(b))
+    return not ka or not kb or bool(ka & kb)
+
+
+def _kinds(item: Knowledge) -> list[str]:
+    from .extract import thing_of
+
+    return thing_of(item.value).split()
+
+
+# --- reading ------------------------------------------------------------------------------------------------------
+
+def related(source: Observations, project: str, item: Knowledge) -> list[Knowledge]:
+    """Every observation of the project about `item`'s thing, `item` included, oldest first."""
+    pool = {k.id: k for k in source.about(project, [item.subject])}
+    if item.kind == "fact" and item.name:
+        pool.update((k.id, k) for k in source.named(project, [item.name.rsplit(".", 1)[-1]]))
+        terms = subjects.name_words(item.name.rsplit(".", 1)[-1])
+        pool.update((k.id, k) for k in source.worded(project, terms, ["fact"], RELATED))
+    if item.kind == "decision" or item.subject.startswith(subjects.WORDS):
+        terms = sorted(subjects.bag(item.subject), key=len, reverse=True)[:8]
+        pool.update((k.id, k) for k in source.worded(project, terms, [item.kind], RELATED))
+    pool[item.id] = item
+    unique = _unique_names(pool.values())
+    same = [k for k in pool.values() if same_thing(item, k, unique) or revokes(k, item)]
+    return sorted(same, key=lambda k: (k.created_at, k.id))
+
+
+def _unique_names(items: Iterable[Knowledge]) -> set[str]:
+    """The names said in words that fit exactly one file's setting among these observations."""
+    files = [k for k in items if k.subject.startswith(subjects.FILE)]
+    found: set[str] = set()
+    for said in {k.name for k in items if k.subject.startswith(subjects.NAME)}:
+        fitting = {k.subject for k in files if _names_alike(said, k.name)}
+        if len(fitting) <= 1:
+            found.add(said)
+    return found
+
+
+def answer(family: list[Knowledge]) -> Answer | None:
+    """What is current about a thing (its observations, oldest first), and its history."""
+    if not family:
+        return None
+    settled = [k for k in family if k.modality in SETTLED]
+    if family[0].kind == "decision":
+        rules = [k for k in settled if k.modality != "revoked"]
+        if not rules:
+            return Answer(family[-1], standing=False)
+        rule = rules[-1]
+        revoking = [k for k in family if revokes(k, rule)]
+        return Answer(rule, standing=not revoking, revoked_by=revoking[-1] if revoking else None)
+    if not settled:
+        return Answer(family[-1], standing=False)
+    newest = max(settled, key=lambda k: (k.created_at, k.modality == "set", k.id))
+    written = [k for k in settled if k.source in ("edit", "write") and k.session_id == newest.session_id
+               and 0 <= newest.created_at - k.created_at <= SAME_CHANGE_SECONDS]
+    if newest.source not in ("edit", "write") and written:  # "the retention is now a month": the file has 30
+        newest = max(written, key=lambda k: (k.created_at, k.id))
+    history, seen = [], {newest.value.lower()}
+    for earlier in sorted(settled, key=lambda k: (-k.created_at, -k.id)):
+        if earlier.created_at < newest.created_at and earlier.value.lower() not in seen:
+            seen.add(earlier.value.lower())
+            history.append(earlier)
+    return Answer(newest, history)
+
+
+def resolve(source: Observations, project: str, items: Sequence[Knowledge]) -> list[Answer]:
+    """Each of `items` (the best first) as the thing it is about, with what is current about it: one Answer per
+    thing, in the order of its first item; `found` holds the items that led to it."""
+    answers: list[Answer] = []
+    by_item: dict[int, Answer] = {}
+    for item in items:
+        if item.id in by_item:
+            by_item[item.id].found.append(item)
+            continue
+        family = related(source, project, item)
+        found = answer(family)
+        if found is None:
+            continue
+        same = next((a for a in answers if a.item.id == found.item.id), None)
+        if same is not None:
+            same.found.append(item)
+            continue
+        found.found.append(item)
+        answers.append(found)
+        for member in family:
+            by_item[member.id] = found
+    return answers
+
+
+class Pool:
+    """Observations already read, as an `Observations` source: resolving a whole listing (`recall facts`, the viewer)
+    costs no more reads."""
+
+    def __init__(self, items: Iterable[Knowledge]) -> None:
+        self.items = list(items)
+        self._by_subject: dict[str, list[Knowledge]] = {}
+        self._by_leaf: dict[str, list[Knowledge]] = {}
+        self._by_word: dict[str, list[Knowledge]] = {}
+        for item in self.items:
+            self._by_subject.setdefault(item.subject, []).append(item)
+            if item.name:
+                self._by_leaf.setdefault(item.name.rsplit(".", 1)[-1], []).append(item)
+            said = subjects.bag(item.subject) if item.subject.startswith((subjects.WORDS, subjects.RULE)) else set()
+            for word in said | set(subjects.name_words(item.name.rsplit(".", 1)[-1] if item.name else "")):
+                self._by_word.setdefault(word, []).append(item)
+
+    def about(self, project: str, subject_list: Sequence[str]) -> list[Knowledge]:
+        return [k for subject in subject_list for k in self._by_subject.get(subject, []) if k.project == project]
+
+    def named(self, project: str, leaves: Sequence[str]) -> list[Knowledge]:
+        return [k for leaf in leaves for k in self._by_leaf.get(leaf, []) if k.project == project]
+
+    def worded(self, project: str, terms: Sequence[str], kinds: Sequence[str], limit: int) -> list[Knowledge]:
+        found = {k.id: k for term in terms for k in self._by_word.get(term, []) if k.project == project and k.kind in kinds}
+        return list(found.values())[:limit]
