@@ -220,7 +220,7 @@ CORE_LEVELS = [
     {"retrieval"},
     {"injection"},
     {"diagnostics"},
-    {"router", "jobs", "forgetting"},
+    {"router", "recovery", "jobs", "forgetting"},
 ]
 CORE_TOP_LEVEL_MAX = 12  # modules beside the sub-packages: past this, a concern wants a folder of its own
 

@@ -232,3 +232,53 @@ def test_a_compressed_codex_session_file_imports_the_same(tmp_path):
     packed = import_into(tmp_path / "a", tmp_path / "sessions")
     plain = import_into(tmp_path / "b", tmp_path / "plain.jsonl")
     assert packed["files"] == 1 and packed["new_memories"] == plain["new_memories"] > 0
+
+
+def item_completed(call_id: str, command: str, code: int) -> str:
+    """The line Codex 0.171.0 writes to its session file when a command ends, before it runs the PostToolUse hook."""
+    return json.dumps({"timestamp": "2026-11-28T09:24:18.540Z", "type": "event_msg", "payload": {
+        "type": "item_completed", "item": {"type": "CommandExecution", "id": call_id, "command": ["/bin/bash", "-lc",
+                                                                                                  command],
+                                           "status": "failed" if code else "completed", "exit_code": code}}})
+
+
+def test_a_failed_codex_command_is_an_error_live_and_its_known_fix_comes_back(recall, tmp_path):
+    """Issue 5.1: Codex sends PostToolUse with no exit status, so its failures were kept as commands that worked (and
+    became procedures), while an import of the same session recorded an error. recall reads the exit code Codex has
+    already written to the session file; a failure met before gets its fix, in Codex's PostToolUse form."""
+    repo = tmp_path / "widgets"
+    (repo / ".git").mkdir(parents=True)
+    error = 'Error: relation "orders_v2" does not exist\n    at Migrator.run (/srv/app/node_modules/db/migrate.js:41:9)'
+
+    clock = [1_800_000_000.0]
+
+    def codex_event(name: str, session: str, transcript: Path, **fields) -> dict:
+        payload = {**json.loads((CODEX_FIXTURES / f"hook-{name}.json").read_text()), "session_id": session,
+                   "cwd": str(repo), "transcript_path": str(transcript), **fields}
+        clock[0] += 30
+        return recall.handle_event({"event_id": uuid.uuid4().hex, "received_at": clock[0], "client": "codex",
+                                    "payload": payload})
+
+    first = tmp_path / "first.jsonl"
+    first.write_text(ROLLOUT.read_text() + item_completed("call_9", "pnpm migrate", 1) + "\n" +
+                     item_completed("call_10", "pnpm build", 0) + "\n")
+    codex_event("UserPromptSubmit", "s1", first, prompt="migrate the dev database")
+    codex_event("PostToolUse-Bash", "s1", first, tool_input={"command": "pnpm migrate"}, tool_response=error,
+                tool_use_id="call_9")
+    codex_event("PostToolUse-Bash", "s1", first, tool_input={"command": "pnpm build"}, tool_response="built in 2s",
+                tool_use_id="call_10")
+    codex_event("Stop", "s1", first, last_assistant_message="The migration failed because the table was renamed to "
+                "orders in the last release; I fixed it by running `pnpm db:rename-orders` before `pnpm migrate`.")
+    recall.embed_pending()
+    kept = {m.text.split(" → ")[0].split(" — ")[0]: m.kind for m in recall.select() if m.kind in ("tool", "error")}
+    assert kept == {"Bash failed: `pnpm migrate`": "error", "Bash `pnpm build`": "tool"}
+    procedures = [item.value for item in recall.knowledge(recall.select()[0].project, ["procedure"])]
+    assert "pnpm migrate" not in procedures and "pnpm build" in procedures
+
+    again = tmp_path / "again.jsonl"
+    again.write_text(item_completed("call_2", "pnpm migrate", 1) + "\n")
+    out = codex_event("PostToolUse-Bash", "s2", again, tool_input={"command": "pnpm migrate"},
+                      tool_response=error.replace(":41:9", ":43:2"), tool_use_id="call_2")
+    specific = out.get("hookSpecificOutput") or {}
+    assert specific.get("hookEventName") == "PostToolUse" and "pnpm db:rename-orders" in specific["additionalContext"]
+    assert set(out) <= ACCEPTED and set(specific) <= SPECIFIC

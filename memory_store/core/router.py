@@ -9,6 +9,7 @@ changes nothing.
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import time
 from collections.abc import Callable
@@ -20,9 +21,9 @@ from pydantic import ValidationError
 from ..shared import spool
 from ..shared.projects import GLOBAL_PROJECT, locate
 from ..shared.redact import clean_payload
-from ..shared.wire import CLAUDE_CODE, CLIENTS
-from . import later
-from .capture import capture, preferences, tool_calls, transcripts, user_words
+from ..shared.wire import CLAUDE_CODE, CLIENTS, CODEX
+from . import later, recovery
+from .capture import capture, codex_rollouts, preferences, tool_calls, transcripts, user_words
 from .capture.hook_events import (
     HANDLED_EVENTS,
     CwdChanged,
@@ -37,7 +38,6 @@ from .capture.hook_events import (
     UserPromptSubmit,
     parse_event,
 )
-from .capture.transcript_reader import last_turn, tool_memory
 from .diagnostics import alerts
 from .injection import actions, compaction, inject, tiers
 from .records import MemoryDraft
@@ -47,9 +47,7 @@ from .storage import Store
 from .trust import agent_name
 
 if TYPE_CHECKING:
-    from .capture.transcript_reader import LastTurn
     from .embedding.embed import Models
-    from .records import Memory
     from .storage.base import Recorded
 
 
@@ -202,7 +200,16 @@ def remember_if_standing(store: Store, ctx: Context, prompt: str) -> None:
 
 
 def on_tool(ctx: Context, event: PostToolUse) -> dict:
-    """A tool call, kept as an observation; another agent's patch as one per file it touched (tool_calls.py)."""
+    """A tool call, kept as an observation; another agent's patch as one per file it touched (tool_calls.py). Codex has
+    no failed-tool event: a command its session file says failed is a failure here, as an import of it would be."""
+    if ctx.client == CODEX:
+        code = codex_rollouts.exit_code_at_hook(event.transcript_path, event.tool_use_id)
+        if code not in (None, 0):
+            output = event.tool_response if isinstance(event.tool_response, str) else json.dumps(event.tool_response)
+            failure = PostToolUseFailure.model_validate({**event.model_dump(exclude={"tool_response"}),
+                                                         "hook_event_name": "PostToolUseFailure",
+                                                         "error": f"Exit code {code}\n{output}"})
+            return on_tool_failure(ctx, failure, hook="PostToolUse")
     for n, call in enumerate(in_claude_terms(event)):
         draft = None if recovered(ctx, call) else capture.tool_observation(call, ctx.store.config.capture, ctx.project,
                                                                            ctx.at, str(ctx.store.paths.home))
@@ -218,7 +225,9 @@ def in_claude_terms(event: PostToolUse) -> list[PostToolUse]:
     return [event.model_copy(update={"tool_name": name, "tool_input": tool_input}) for name, tool_input in calls]
 
 
-def on_tool_failure(ctx: Context, event: PostToolUseFailure) -> dict:
+def on_tool_failure(ctx: Context, event: PostToolUseFailure, hook: str = "PostToolUseFailure") -> dict:
+    """A failed tool call, kept as an error; when the same error was met before, its fix (`hook`: the event the agent
+    sent: Codex tells of a failure in its PostToolUse)."""
     draft = None if recovered(ctx, event) else capture.tool_failure(event, ctx.store.config.capture, ctx.project,
                                                                     ctx.at)
     ctx.keep(ctx.event_id, in_namespace(draft, event))
@@ -226,7 +235,7 @@ def on_tool_failure(ctx: Context, event: PostToolUseFailure) -> dict:
         return {}
     with stage("failure"):
         shown = actions.after_failure(ctx.store, ctx.project, event.session_id, event.error, ctx.at)
-    return shown_at_action(ctx, event.session_id, "PostToolUseFailure", shown)
+    return shown_at_action(ctx, event.session_id, hook, shown)
 
 
 def on_pre_tool(ctx: Context, event: PreToolUse) -> dict:
@@ -254,7 +263,7 @@ def shown_at_action(ctx: Context, session_id: str, hook: str, shown: actions.Sho
 
 def recovered(ctx: Context, event: PostToolUse | PostToolUseFailure) -> bool:
     """Did SessionEnd already take this tool call from the transcript (its hook came late)?"""
-    return bool(event.tool_use_id) and ctx.store.has_event(recovered_key(event.session_id, event.tool_use_id))
+    return bool(event.tool_use_id) and ctx.store.has_event(recovery.recovered_key(event.session_id, event.tool_use_id))
 
 
 def in_namespace(draft: MemoryDraft | None, event: Any) -> MemoryDraft | None:
@@ -294,7 +303,7 @@ def on_stop(ctx: Context, event: Stop) -> dict:
         store.record(ctx.event_id, None, ctx.at)
         return {}
     prompt = store.turn_prompt(event.session_id, event.prompt_id)
-    if prompt is not None and store.has_event(recovered_key(event.session_id, prompt.id)):
+    if prompt is not None and store.has_event(recovery.recovered_key(event.session_id, prompt.id)):
         store.record(ctx.event_id, None, ctx.at)  # SessionEnd already took this answer from the transcript
         return {}
     meta = {"prompt_id": event.prompt_id} if event.prompt_id else {}
@@ -307,58 +316,9 @@ def on_stop(ctx: Context, event: Stop) -> dict:
 def on_session_end(ctx: Context, event: SessionEnd) -> dict:
     ctx.store.close_session(event.session_id, ctx.project, ctx.at, event.reason)
     if ctx.client == CLAUDE_CODE:  # Codex waits for its Stop and PostToolUse hooks (and writes another transcript)
-        recover_last_turn(ctx, event)
+        recovery.recover_last_turn(ctx.store, ctx.keep, event, ctx.project, ctx.at)
     ctx.store.record(ctx.event_id, None, ctx.at)
     return {}
-
-
-def recover_last_turn(ctx: Context, event: SessionEnd) -> None:
-    """PostToolUse(Failure) and Stop are async hooks: when `claude -p` exits right after its last turn, Claude Code
-    may kill one before its process has even started. SessionEnd runs after that and is waited for: what the
-    session's last turn did that is not stored (a tool call by its id, the answer) is taken from the transcript,
-    once; a late hook for it is then skipped (recovered_key)."""
-    store = ctx.store
-    prompt = store.turn_prompt(event.session_id, None)
-    if prompt is None:
-        return
-    turn = last_turn(event.transcript_path)
-    if turn is None or not opened_by(turn, prompt, store, ctx.project):
-        return
-    meta = {"prompt_id": prompt.meta["prompt_id"]} if prompt.meta.get("prompt_id") else {}
-    stored = store.stored_tool_calls(event.session_id, [call["id"] for call in turn.tool_calls])
-    # A kill cuts the turn's tail; a call before the last stored one was handled (a memory merged into an
-    # identical older one carries that one's id, so "not stored by this id" alone would count it twice).
-    after = max((n for n, call in enumerate(turn.tool_calls) if call["id"] in stored), default=-1) + 1
-    for call in turn.tool_calls[after:]:
-        key = recovered_key(event.session_id, call["id"])
-        if store.has_event(key):
-            continue
-        at = call["at"] or ctx.at
-        draft = tool_memory(store.config.capture, str(store.paths.home), ctx.project, at, event.session_id, event.cwd,
-                            call["name"], call["input"], call["id"], call["result"], call["error"])
-        ctx.keep(key, from_transcript(draft), at, restoring=True)
-    if turn.answer and not store.answered(prompt) and not store.has_event(recovered_key(event.session_id, prompt.id)):
-        draft = capture.exchange_memory(prompt.text, turn.answer, store.config.capture, ctx.project,
-                                        event.session_id, ctx.at, meta)
-        ctx.keep(recovered_key(event.session_id, prompt.id), from_transcript(draft), restoring=True)
-
-
-def opened_by(turn: LastTurn, prompt: Memory, store: Store, project: str) -> bool:
-    """Is the transcript's last turn the one the stored prompt opened? Its prompt, kept as the hook keeps one, must
-    read the same: a turn that recall did not keep (a private prompt, a recall command) recovers nothing."""
-    kept = capture.users_prompt(turn.prompt or "", store.config.capture, project, prompt.session_id, 0.0)[1]
-    return kept is not None and kept.text == prompt.text
-
-
-def from_transcript(draft: MemoryDraft | None) -> MemoryDraft | None:
-    if draft is not None:
-        draft.meta["recovered"] = "transcript"  # provenance: its hook never came
-    return draft
-
-
-def recovered_key(session_id: str, what: object) -> str:
-    """Ledger key of something SessionEnd took from the transcript (a tool call's id, a prompt memory's id)."""
-    return f"recovered:{session_id}:{what}"
 
 
 HANDLERS: dict[str, Callable[[Context, Any], dict | str]] = {

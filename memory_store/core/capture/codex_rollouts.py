@@ -68,6 +68,39 @@ def _lines(path: Path, limit: int | None = None) -> Iterator[Any]:
                 yield None
 
 
+OUTCOME_TAIL_BYTES = 512 * 1024  # of a live session's file, where its latest tool call's outcome is
+
+
+def exit_code_at_hook(transcript_path: str | None, call_id: str | None) -> int | None:
+    """The exit code Codex recorded for a tool call, read from the end of its session file while its PostToolUse hook
+    runs: the hook's payload carries none, but Codex writes the call's `item_completed` (with `exit_code` and
+    `status`) before it starts the hook (checked on 0.171.0: every time, the last line). None when it is not there."""
+    if not transcript_path or not call_id or transcript_path.endswith(ZST_SUFFIX):
+        return None
+    try:
+        with open(transcript_path, "rb") as handle:
+            handle.seek(0, 2)
+            handle.seek(max(0, handle.tell() - OUTCOME_TAIL_BYTES))
+            lines = handle.read().decode("utf-8", "replace").splitlines()
+    except (OSError, ValueError):
+        return None
+    needle = json.dumps(call_id)
+    for line in reversed(lines):
+        if needle not in line or "item_completed" not in line:
+            continue
+        try:
+            item = (json.loads(line, strict=False).get("payload") or {}).get("item") or {}
+        except (ValueError, AttributeError):
+            continue
+        if not isinstance(item, dict) or item.get("id") != call_id:
+            continue
+        code = item.get("exit_code")
+        if isinstance(code, int):
+            return code
+        return {"failed": 1, "completed": 0}.get(str(item.get("status")))
+    return None
+
+
 def _open(path: Path) -> io.TextIOBase:
     if not path.name.endswith(".zst"):
         return open(path, encoding="utf-8", errors="replace")
