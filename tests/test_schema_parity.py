@@ -23,6 +23,7 @@ POSTGRES_ONLY_COLUMNS = {
     "knowledge": {"owner", "fts"},  # each row its owner's (row-level security); its words in the row
     "ties": {"owner"},
     "knowledge_queue": {"owner"},
+    "knowledge_reading": {"owner"},
     "tombstones": {"owner"},
     "tombstone_key": {"owner"},
     "vector_changes": {"xid"},  # the feed's transaction id (RAM copies follow committed changes only)

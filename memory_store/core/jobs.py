@@ -33,6 +33,8 @@ def learn_pending(store: Store, batch: int = LEARN_BATCH, max_batches: int | Non
     """Read what queued memories teach (core/knowledge/extract.py) and what they are tied to (capture/ties.py), from
     what each memory holds, and write both in place of any earlier reading; returns how many memories were read.
     The reading happens outside the write transaction: a hook waits for the writes only."""
+    if not store.read_only:
+        store.knowledge.read_with(extract.READING)
     done = batches = 0
     while max_batches is None or batches < max_batches:
         ids = store.knowledge.queued(batch)

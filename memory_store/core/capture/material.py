@@ -54,9 +54,11 @@ def of_tool(event: PostToolUse | PostToolUseFailure, files: list[str], relative_
         if state is not None:
             meta["file_state"] = {files[0]: list(state)}
         if relative_path and not is_secret_file(relative_path):
-            new, old = _contents(event, absolute)
+            new, old, whole = _contents(event, absolute)
             meta["path"] = relative_path
             meta["settings"] = extract.settings_written(relative_path, new, old)
+            if not whole:  # the edit's text alone: its keys lack the blocks they sit in
+                meta["settings_partial"] = True
     return meta
 
 
@@ -75,13 +77,13 @@ def of_answer(answer: str, summary: str) -> dict[str, Any]:
     return {"said": said} if said else {}
 
 
-def _contents(event: PostToolUse, absolute: str) -> tuple[str, str]:
-    """(the file after the write, before it): from the event when it holds them (Claude Code's Edit gives the file
-    before), else from the file as it is now."""
+def _contents(event: PostToolUse, absolute: str) -> tuple[str, str, bool]:
+    """(the file after the write, before it, whether they are whole files): from the event when it holds them (Claude
+    Code's Edit gives the file before), else from the file as it is now, else the edit's own text."""
     inputs = event.tool_input if isinstance(event.tool_input, dict) else {}
     response = event.tool_response if isinstance(event.tool_response, dict) else {}
     if event.tool_name == "Write":
-        return _text(inputs.get("content")), _text(response.get("originalFile"))
+        return _text(inputs.get("content")), _text(response.get("originalFile")), True
     listed = inputs.get("edits")
     edits = [e for e in (listed if isinstance(listed, list) else [inputs]) if isinstance(e, dict)]
     pairs = [(_text(e.get("old_string")), _text(e.get("new_string")), e.get("replace_all") is True) for e in edits]
@@ -90,14 +92,14 @@ def _contents(event: PostToolUse, absolute: str) -> tuple[str, str]:
         after = before
         for old, new, every in pairs:
             after = after.replace(old, new) if every else after.replace(old, new, 1)
-        return after, before
+        return after, before, True
     after = _read(absolute)
-    if not after:  # the file is gone or unreadable: what the edit wrote is all there is
-        return "\n".join(new for _, new, _ in pairs), "\n".join(old for old, _, _ in pairs)
+    if not after or not all(new in after for _, new, _ in pairs):  # gone, unreadable, changed since: the edit alone
+        return "\n".join(new for _, new, _ in pairs), "\n".join(old for old, _, _ in pairs), False
     before = after
     for old, new, every in reversed(pairs):
         before = before.replace(new, old) if every else before.replace(new, old, 1)
-    return after, before
+    return after, before, True
 
 
 def _read(path: str) -> str:

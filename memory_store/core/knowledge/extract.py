@@ -31,6 +31,9 @@ from .settings import Setting
 if TYPE_CHECKING:
     from ..records import Memory
 
+# How memories are read. Change it with what a memory teaches (a rule here, in statements.py, settings.py, commands.py):
+# every stored memory is then read again in the background (storage/knowledge.py read_with), old ones included.
+READING = 1
 MAX_TEXT_CHARS = 320  # what one item shows
 MAX_SAID_CHARS = 3000  # of an answer's statement sentences kept beside its summary
 MAX_NOTE_CHARS = 160
@@ -149,7 +152,7 @@ def _drafts(said: statements.Said, source: str, context: str) -> list[KnowledgeD
         name, subject, thing = "", subjects.of_words(said.about), " ".join(said.about)
     paths = _PATH_IN_TEXT.findall(said.text)
     common = {"kind": "fact", "subject": subject, "name": name, "text": text, "source": source, "context": context,
-              "file": paths[0] if len(paths) == 1 and settings.is_config(paths[0]) else "",
+              "file": paths[0] if len(set(paths)) == 1 else "",
               "thing": " ".join(filter(None, (thing, thing_of(thing, said.value))))}
     found = [KnowledgeDraft(value=said.value, modality=said.modality, **common)]
     if said.old and said.modality == "stated" and said.old != said.value:
@@ -195,11 +198,15 @@ def _written(memory: Memory) -> list[KnowledgeDraft]:
     else:
         found = [pair for old, new in _EDIT.findall(memory.text) for pair in settings.changed(path, new, old)]
     source = "write" if memory.text.startswith("Write ") else "edit"
+    # An edit read without its file (an older memory, a file gone since): its keys lack the blocks they sit in, so each
+    # is a setting named in that file, which the engine finds under its whole path (core/knowledge/current.py).
+    partial = bool(memory.meta.get("settings_partial")) or not isinstance(kept, list) and source == "edit"
     drafts = []
     for setting, was in found:
         if is_secret_name(setting.name):
             continue
-        common = {"kind": "fact", "subject": subjects.of_file(path, setting.path), "modality": "set",
+        subject = subjects.of_name(setting.path) if partial else subjects.of_file(path, setting.path)
+        common = {"kind": "fact", "subject": subject, "modality": "set",
                   "name": subjects.normalize_name(setting.path), "source": source, "file": path,
                   "thing": " ".join(filter(None, (" ".join(subjects.name_words(setting.path)),
                                                   thing_of(setting.path, setting.value))))}

@@ -93,6 +93,19 @@ class KnowledgeTable:
                 self.db.run(f"DELETE FROM knowledge WHERE source_id IN ({marks(memory_ids)})", list(memory_ids))
                 self.requeue(memory_ids)
 
+    def read_with(self, reading: int) -> None:
+        """Memories are read this way from now on (core/knowledge/extract.py READING): when it is not how they were
+        read, every memory of this role is read again (what an improved reading finds reaches old memories)."""
+        mine = self.db.dialect.mine
+        if self.db.value(f"SELECT version FROM knowledge_reading WHERE {mine}") == reading:
+            return
+        with self.db.write():
+            if self.db.value(f"SELECT version FROM knowledge_reading WHERE {mine}") == reading:
+                return  # another process did it meanwhile
+            self.requeue()
+            self.db.run(f"DELETE FROM knowledge_reading WHERE {mine}")
+            self.db.run("INSERT INTO knowledge_reading(version) VALUES (?)", (reading,))
+
     def pending(self) -> int:
         return int(self.db.value(f"SELECT count(*) FROM knowledge_queue WHERE {self.db.dialect.mine}", (), 0))
 

@@ -349,9 +349,15 @@ END $$;
 CREATE TRIGGER memories_knowledge_enqueue AFTER INSERT ON {SCHEMA}.memories
     FOR EACH ROW EXECUTE FUNCTION {SCHEMA}.enqueue_knowledge();
 INSERT INTO {SCHEMA}.knowledge_queue(owner, memory_id) SELECT owner, id FROM {SCHEMA}.memories;
-ALTER TABLE {SCHEMA}.knowledge_queue ENABLE ROW LEVEL SECURITY;
-ALTER TABLE {SCHEMA}.knowledge_queue FORCE ROW LEVEL SECURITY;
-CREATE POLICY own ON {SCHEMA}.knowledge_queue USING (owner = current_user) WITH CHECK (owner = current_user);
+CREATE TABLE {SCHEMA}.knowledge_reading (
+    owner text PRIMARY KEY DEFAULT current_user,
+    version integer NOT NULL
+);
+""" + "".join(f"""
+ALTER TABLE {SCHEMA}.{table} ENABLE ROW LEVEL SECURITY;
+ALTER TABLE {SCHEMA}.{table} FORCE ROW LEVEL SECURITY;
+CREATE POLICY own ON {SCHEMA}.{table} USING (owner = current_user) WITH CHECK (owner = current_user);
+""" for table in ("knowledge_queue", "knowledge_reading")) + f"""
 DROP POLICY own ON {SCHEMA}.ties;
 """ + "".join(f"""
 ALTER TABLE {SCHEMA}.{table} ENABLE ROW LEVEL SECURITY;

@@ -388,6 +388,8 @@ def m013_observations(conn: apsw.Connection) -> None:
             INSERT OR IGNORE INTO knowledge_queue(memory_id) VALUES (new.id);
         END;
         INSERT INTO knowledge_queue(memory_id) SELECT id FROM memories;
+        -- How the queued memories are read (core/knowledge/extract.py READING): a newer reading reads them all again.
+        CREATE TABLE knowledge_reading (version INTEGER NOT NULL);
         """
     )
 
