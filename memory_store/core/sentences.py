@@ -17,7 +17,9 @@ from .terms import STOPWORDS, normalize_term, words
 
 # A sentence ends at . ! ? ; before a capital (or a quote, a bracket, a digit, a path): not at an ellipsis, which
 # stands inside one more often than at its end ("lock it with SELECT ... FOR UPDATE").
-_SPLIT = re.compile(r"(?<=[.!?;])(?<!\.\.\.)\s+(?=[\"'(`\[A-Z0-9/])|\n+")
+# Nor after an abbreviation that stands inside one ("@limit is 8 now, i.e. 8 messages per 10 seconds").
+_SPLIT = re.compile(r"(?<=[.!?;])(?<!\.\.\.)(?<!\bi\.e\.)(?<!\be\.g\.)(?<!\bvs\.)(?<!\betc\.)(?<!\bcf\.)(?<!\bapprox\.)"
+                    r"\s+(?=[\"'(`\[A-Z0-9/])|\n+")
 _IDENTIFIER = re.compile(
     r"`[^`]+`|\b\w+(?:[./:]\w+)+\b|\b[a-z]+_[a-z0-9_]+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b|\b\w+\(\)|"
     r"(?:^|\s)--?[a-z][\w-]*")

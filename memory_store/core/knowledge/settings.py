@@ -96,6 +96,8 @@ _KEY = re.compile(
     r"""(?:\s*:\s*[\w<>\[\]|.?]{1,40}(?=\s*=))?\s*(?P<op>:=|=>|=|:(?!:))\s*(?P<rest>.*)$""")
 _DEFINE = re.compile(r"^#\s*define\s+(?P<key>[A-Z][A-Z0-9_]{1,80})\s+(?P<rest>.+)$")
 _KCONFIG = re.compile(r"^(?P<key>CONFIG_[A-Z0-9_]{1,80})=(?P<rest>.+)$")
+# A module attribute without an operator (Elixir `@limit 20`, `@edit_window_seconds 15 * 60`).
+_ATTRIBUTE = re.compile(r"^@(?P<key>[a-z_][A-Za-z0-9_]{0,80})\s+(?P<rest>[^\s=(\[{].*)$")
 # A block's opening line: `key: {` / `"key": {` / `key = {` / `resource "a" "b" {` / `server {` / `key:` (YAML)
 _BLOCK = re.compile(r"""^(?P<head>[A-Za-z_@$"'][\w.\-@$"' ]{0,120}?)\s*(?::|=)?\s*[{\[(]\s*$""")
 _CALL_ARGS = re.compile(r"(?P<callee>[A-Za-z_]\w{0,60})\s*\((?P<args>(?:[^()\n]|\([^()\n]{0,80}\)){1,300})\)")
@@ -183,7 +185,7 @@ def _line_settings(text: str, config: bool, indented: bool) -> dict[str, Setting
         closing = body.count("}") + body.count("]") + body.count(")")
         opening = body.count("{") + body.count("[") + body.count("(")
         trail = ([section] if section else []) + [key for _, key in stack]
-        kconfig = _KCONFIG.match(body)
+        kconfig = _KCONFIG.match(body) or (_ATTRIBUTE.match(body) if not config else None)
         match = kconfig or _KEY.match(body)
         if match and not body.startswith(("}", "]", ")")):
             key, rest = _clean_key(match.group("key")), match.group("rest")

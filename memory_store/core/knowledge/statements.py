@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import islice
 
 from ...shared.secrets import is_secret_name
 from .. import sentences
@@ -30,12 +31,14 @@ from ..terms import STOPWORDS, normalize_term, words
 MAX_CLAUSE_CHARS = 500  # a longer "sentence" is a pasted log or a table: no statement of ours
 MAX_ITEMS = 12  # per text
 MIN_RULE_WORDS = 5  # a rule says what it is about
+VALUES_PER_CLAUSE = 16  # a clause with more is a list or a dump, not a statement of one value
+NEAR_VALUE_CHARS = 80  # what is read before a value for the words that make it a statement ("is now", "bumped … to")
 
 # --- the pieces of a clause ----------------------------------------------------------------------------------------
 
 # A value in words: a number with what it counts or measures, a time, a version, a size, a money amount, a word with a
 # digit (an instance type, a host), a duration expression (`2 * 60`), a quoted literal.
-_NUMBER = r"[$€£¥]?\d[\d,_]*(?:\.\d+)?(?:e-?\d+)?"
+_NUMBER = r"[$€£¥]?\d(?:[\d_]|,(?=\d{3}))*(?:\.\d+)?(?:e-?\d+)?"
 _SPELLED = (r"(?:(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|"
             r"sixty|ninety|a hundred|a thousand)\s[a-z]{3,15}|an?\s(?:second|minute|hour|day|week|fortnight|month|"
             r"quarter|year))")
@@ -50,7 +53,7 @@ _VALUE = re.compile(rf"(?<![\w.\-/])(?:{VALUE})(?![\w/]|\.\w)")
 _IDENT = (r"(?:`(?P<quoted>[^`\s]{2,100})`|(?P<ident>--?[a-z][\w\-]{1,60}|@?[A-Za-z_$][\w$]{0,60}"
           r"(?:(?:\.|::|:|__|->|/)[A-Za-z_$][\w$]{0,60}){0,6}))")
 _SETTING = re.compile(
-    rf"(?<![\w.$@/\-]){_IDENT}\s{{0,3}}(?:(?P<op>:=|=>|=|:)|(?P<word_op>\s(?:is|are|stays|remains|of|at|to|now)"
+    rf"(?<![\w.$@/\-]){_IDENT}\s{{0,3}}(?:(?P<op>:=|=>|=|:)|(?P<word_op>\s(?:is|are|stays|remains|defaults to|of|at|to|now)"
     rf"(?:\s(?:now|still|currently|set to|at))?)|(?P<from>\sfrom\s(?P<old>{VALUE})\sto))?\s{{0,3}}"
     rf"(?P<value>{VALUE})(?![\w/]|\.\w)")
 _PLAIN_WORD_VALUE = re.compile(r"(?<![\w.$@/\-])" + _IDENT +
@@ -69,7 +72,8 @@ _COPULA = re.compile(r"\b(?:(?:is|are|stays|remains)(?:\s+(?:now|currently|still
                      r"defaults to|(?:runs|listens|serves|lives|sits) (?:at|every|on)(?:\s+[a-z]{2,12})?|"
                      r"points (?:to|at)(?:\s+[a-z]{2,12})?|expires? after|lasts?|takes?|waits?|gets?|uses?|needs?|"
                      r"allows?|keeps?|holds?|retains?)"
-                     r"\s+(?:now\s+|currently\s+|still\s+|at\s+|set to\s+|about\s+|around\s+|every\s+|for\s+)?$",
+                     r"\s+(?:now\s+|currently\s+|still\s+|at\s+|set to\s+|about\s+|around\s+|every\s+|for\s+)?$|"
+                     r"[A-Za-z)]:\s+$",  # "Rate limiting (Hammer): 20 messages per 10 seconds"
                      re.IGNORECASE)
 # A clause whose subject is a pronoun ("it stays at 20", "lower it to 45"): about what the sentence before was about.
 _PRONOUN_SUBJECT = re.compile(r"\b(?:it|this|that|they|these|those|both|which)\b(?:'s)?\s+(?:\w+\s+){0,2}$", re.I)
@@ -88,11 +92,15 @@ _NEGATION = re.compile(r"\b(?:not|never|no longer|don't|do not|doesn't|does not|
                        r"weren't|won't|shouldn't|mustn't|can't|cannot|avoid|without|nor)\b|n't\b", re.IGNORECASE)
 _NOT_DECIDED = re.compile(r"\b(?:didn't|did not|haven't|have not|hasn't|has not|not yet|no decision|undecided|"
                           r"not decided|never decided|wasn't decided|nobody decided)\b", re.IGNORECASE)
-_REVOKED = re.compile(r"\b(?:no longer|not anymore|any ?more|stop(?:ped)? (?:doing|using|requiring|running)|"
-                      r"drop(?:ped)? the (?:rule|requirement|policy|convention|restriction)|lift(?:ed)? the|scrap(?:ped)?|"
-                      r"revert(?:ed)? the (?:rule|decision|policy)|abandon(?:ed)?|retire(?:d)? the|"
-                      r"(?:is|are) (?:allowed|fine|ok) again|ignore the (?:old )?rule|forget (?:about )?the rule)\b",
-                      re.IGNORECASE)
+# A rule taken back: by whoever kept it ("we no longer squash merges"), as no longer binding ("no longer required"),
+# or by dropping it ("drop the rule", "lift the freeze"). A thing that can no longer happen is no revocation.
+_REVOKED = re.compile(r"\b(?:(?:we|you|i|they|the team|nobody)(?:'ll|'re)?\s+(?:do\s+|will\s+|can\s+|should\s+|are\s+)?"
+                      r"no longer|no longer (?:required|allowed|needed|necessary|mandatory|enforced|appl(?:y|ies)|"
+                      r"have to|has to|must|a rule|the rule)|(?:don't|do not|no need to|needn't)\b[^.;]{0,40}\bany ?more|"
+                      r"stop(?:ped)? (?:doing|using|requiring|running|enforcing)|drop(?:ped)? the (?:rule|requirement|"
+                      r"policy|convention|restriction)|lift(?:ed)? the|scrap(?:ped)?|revert(?:ed)? the (?:rule|decision|"
+                      r"policy)|abandon(?:ed)?|retire(?:d)? the|(?:is|are) (?:allowed|fine|ok) again|"
+                      r"ignore the (?:old )?rule|forget (?:about )?the rule)\b", re.IGNORECASE)
 _RULE = re.compile(r"(?<![\w-])(?:rule|from now on|house style|convention|policy|never|always|must(?:n't| not)?|"
                    r"not allowed|only ever|do not ever|don't ever|mandatory|forbidden|required to|have to|has to)\b",
                    re.IGNORECASE)
@@ -186,12 +194,19 @@ def _of_sentence(sentence: str, user: bool, before: list[str]) -> list[Said]:
     return [decision] if decision is not None else []
 
 
+_CONDITION_AFTER = re.compile(r"^\W{0,3}\S{0,30}?\s*\b(?:if|unless|in case|once|when|until)\b", re.IGNORECASE)
+
+
 def _modality(clause: str, before_value: str, asked: bool, fact: bool) -> str:
+    """How a clause gives its value: a hedge before it ("we could bump it to 100"), or a condition right after it ("…
+    to 100 if customers complain") make it a proposal; a hedge further on belongs to another clause ("…, which would
+    …")."""
     if asked:
         return "asked"
     if fact and _NEGATION.search(before_value):
         return "negated"
-    if _HEDGE.search(clause):
+    after = clause[len(before_value):]
+    if _HEDGE.search(before_value) or _CONDITION_AFTER.search(after[:60]):
         return "proposed"
     return "stated"
 
@@ -239,12 +254,13 @@ def _in_words(clause: str, shown: str, asked: bool, user: bool, subject_before: 
     something is ("the timeout is 30 s")."""
     change = _CHANGE.search(clause)
     now = _NOW.search(clause)
-    for match in _VALUE.finditer(clause):
+    for match in islice(_VALUE.finditer(clause), VALUES_PER_CLAUSE):
         before = clause[:match.start()]
-        by_change = bool(change and change.end() <= match.start() and _TO.search(before[change.end():]))
-        if not (by_change or _COPULA.search(before) or (now and not _FROM.search(before))):
+        near = before[-NEAR_VALUE_CHARS:]  # the patterns below end at the value: each value costs the same
+        by_change = bool(change and change.end() <= match.start() and _TO.search(before[change.end():][-NEAR_VALUE_CHARS:]))
+        if not (by_change or _COPULA.search(near) or (now and not _FROM.search(near))):
             continue
-        if _FROM.search(before) and not by_change:
+        if _FROM.search(near) and not by_change:
             continue
         value = value_of(match.group(0))
         pronoun = _PRONOUN_SUBJECT.search(before[-40:])
@@ -293,19 +309,24 @@ def _decision(sentence: str, shown: str, asked: bool) -> Said | None:
     return Said("decision", "asked" if asked else rule_modality(sentence), shown, about=rule_words(sentence))
 
 
+# A sentence that proposes rather than settles: it opens with a hedge or a condition, or its subject only could.
+_PROPOSAL = re.compile(r"^\W*(?:(?:so|then|ok|okay|well|also|and|but)\W+)?(?:(?:i think|maybe|perhaps|possibly|"
+                       r"alternatively|optionally|how about|what about|one option|another option|consider|if we|if you|"
+                       r"suppose|in theory)\b|(?:we|you|i|they|one)\s+(?:could|might|may|would|can try|could try)\b)",
+                       re.IGNORECASE)
+
+
 def rule_modality(sentence: str) -> str:
     """How a sentence says a rule or a decision: stated, asked, proposed ("you could use Redis instead because …"),
-    negated ("we didn't decide …") or revoked ("we no longer squash merges")."""
+    negated ("we didn't decide …") or revoked ("we no longer squash merges"). An explanation's "would" ("so a
+    redelivery would go through anyway") proposes nothing."""
     if sentence.rstrip().endswith("?"):
         return "asked"
     if _REVOKED.search(sentence):
         return "revoked"
     if _NOT_DECIDED.search(sentence):
         return "negated"
-    if re.search(r"\b(?:could|might|maybe|perhaps|consider|suggest|propose|what about|how about|one option|"
-                 r"alternatively|would)\b", sentence, re.IGNORECASE):
-        return "proposed"
-    if _HEDGE.search(sentence) and not _RULE.search(sentence):
+    if _PROPOSAL.search(sentence):
         return "proposed"
     return "stated"
 
