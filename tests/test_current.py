@@ -55,7 +55,9 @@ def current(demo, kind=None):
 
 
 def value_of(demo, subject_end):
-    return {item.value for item in current(demo, "fact") if item.subject.endswith(subject_end)}
+    """The current values of a file's setting: set by a write, or said of the change a write made (`written`)."""
+    settings = [item.written or item for item in current(demo, "fact")]
+    return {item.value for item in settings if item.subject.endswith(subject_end)}
 
 
 def test_a_value_moved_in_words_is_what_the_prompt_and_explain_get(demo):
@@ -119,6 +121,19 @@ def test_a_question_about_one_file_gets_that_files_setting(demo):
     injected = demo.ask("which port does deploy/postgres.yaml give the service?")
     assert "5432" in injected
     assert not [line for line in injected.splitlines() if "Current since" in line and "6379" in line]
+
+
+def test_a_change_said_with_its_unit_is_shown_in_words_with_the_file_that_sets_it(demo):
+    """The edit puts 90 in preview_link_ttl_minutes and the answer says "90 minutes": one change, shown as said."""
+    original = "return [\n    'preview_link_ttl_minutes' => 1440,\n];\n"
+    turn(demo, "a reporter saw an unpublished draft, how?", "The reporter most likely saw that draft through a forwarded "
+         "preview link: they are signed routes anyone holding the URL can open until it expires, and nothing checks "
+         "the session. Legal already found a day too long, so I also cut preview links to 90 minutes.",
+         [edit(demo, "config/newsroom.php", "'preview_link_ttl_minutes' => 1440,", "'preview_link_ttl_minutes' => 90,",
+               original)])
+    injected = demo.ask("how long does a draft preview link stay valid?")
+    assert "cut preview links to 90 minutes. (set in config/newsroom.php) (was 1440" in injected
+    assert [item.replaced[0].value for item in current(demo, "fact")] == ["1440"]
 
 
 def test_a_report_and_a_count_in_passing_are_no_facts(demo):
@@ -271,3 +286,20 @@ def test_a_shared_rule_reaches_a_teammate_labelled_and_a_private_one_does_not(te
         payload["tool_input"] = {"file_path": str(path / "src/billing/refund.ts")}
         out = bob.handle_event({"event_id": uuid.uuid4().hex, "received_at": time.time(), "payload": payload})
         assert not (out.get("hookSpecificOutput") or {}).get("additionalContext")
+
+
+def test_a_newer_reading_reads_every_memory_again(demo):
+    """What a memory teaches is read again, old memories included, when how it is read changed (extract.READING)."""
+    from memory_store.core import jobs
+    from memory_store.core.knowledge import extract
+
+    turn(demo, "the webhook retries", "Webhook deliveries get 5 attempts.")
+    store = demo.recall.store
+    with store.db.write():
+        store.db.run("DELETE FROM knowledge")
+    jobs.learn_pending(store)
+    assert current(demo) == []  # read already, with this reading
+    with store.db.write():
+        store.db.run("UPDATE knowledge_reading SET version = ?", (extract.READING - 1,))
+    assert jobs.learn_pending(store) == len(demo.recall.select(project=project_for(demo.path)))
+    assert [item.value for item in current(demo, "fact")] == ["5 attempts"]

@@ -379,7 +379,8 @@ class Recall:
                   query: str = "") -> list[Knowledge]:
         """What is current in a project (core/knowledge/current.py): its facts, procedures and decisions that stand,
         each the newest settled observation of its thing with the earlier values it replaced (`replaced`, newest
-        first); newest first, or with a `query` those holding its words, the best match first."""
+        first) and the write that set it (`written`); newest first, or with a `query` those holding its words, the best
+        match first."""
         from ..core.knowledge import current
         from ..core.records import SETTLED
 
@@ -394,8 +395,8 @@ class Recall:
             matched = self.store.knowledge.listed(project, kinds, KNOWLEDGE_READ)
             source = current.Pool(matched)
         answers = current.resolve(source, project, [item for item in matched if item.modality in SETTLED])
-        return [answer.item.model_copy(update={"replaced": answer.history}) for answer in answers
-                if answer.standing][:limit]
+        return [answer.item.model_copy(update={"replaced": answer.history, "written": answer.written})
+                for answer in answers if answer.standing][:limit]
 
     def known_session(self, session_id: str) -> bool:
         return self.store.known_session(session_id)

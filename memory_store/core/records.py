@@ -73,6 +73,7 @@ class Knowledge(KnowledgeDraft):
     owner: str = ""
     team: bool = False  # read from a memory shared with the team
     replaced: list[Knowledge] = Field(default_factory=list)  # earlier values of its subject, newest first (current.py)
+    written: Knowledge | None = None  # the write of a file this statement tells of: where the value is set
 
 
 def to_datetime(ts: float) -> datetime:

@@ -127,7 +127,9 @@ def build_server(home: str | None = None, project: str | None = None):
             return fenced(f"No {what} known" + (f" for {query!r}." if query else "."))
         lines = [f"{plural(len(items), 'item', 'items')} ({'best match' if query else 'newest'} first):"]
         for item in items:
-            lines.append(f"- {item.kind} since {day(item.created_at)} (from #{item.source_id}): {one_line(item.text, 300)}")
+            where = f" (set in {item.written.file})" if item.written and item.written.file else ""
+            lines.append(f"- {item.kind} since {day(item.created_at)} (from #{item.source_id}): "
+                         f"{one_line(item.text, 300)}{where}")
             lines += [f"  was: {one_line(e.text, 200)} (since {day(e.created_at)})" for e in item.replaced]
         return fenced("\n".join(lines))
 

@@ -21,6 +21,7 @@ most of its words in common takes it back.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -32,7 +33,10 @@ MIN_SHARED = 2  # words two statements in words (or a statement and a setting's 
 SHARED_SHARE = 0.6  # … and this share of the smaller's words
 RULE_SHARE = 0.5  # two rules: this share of the smaller's words, two at least
 COMPOUND = 2  # a one-segment name of this many words ("lead_time_hours") says which setting it is on its own
-RELATED = 200  # observations read per thing
+RELATED = 200  # observations read per lookup
+THING_STEPS = 3  # a thing grows from its item this many times (the rules join pairs; a thing is their chain)
+RELATED_LOOKUPS = 6  # members of a thing whose own candidates are read, per step
+_LEADING_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 SAME_CHANGE_SECONDS = 900.0  # a statement this soon after a write in its session tells of that change: the file says it
 
 
@@ -58,6 +62,7 @@ class Answer:
     found: list[Knowledge] = field(default_factory=list)  # the observations that led to it (a search's matches)
     standing: bool = True  # False: a decision revoked since, or a thing with nothing settled
     revoked_by: Knowledge | None = None  # what took a decision back
+    written: Knowledge | None = None  # the write of a file that the current statement tells of (where it is set)
 
 
 def same_thing(a: Knowledge, b: Knowledge, unique_names: set[str] | None = None) -> bool:
@@ -74,13 +79,13 @@ def same_thing(a: Knowledge, b: Knowledge, unique_names: set[str] | None = None)
         return _kinds_agree(a, b) and _words_alike(subjects.bag(a.subject), subjects.bag(b.subject))
     if subjects.WORDS in (ka, kb):
         words_item, named_item = (a, b) if ka == subjects.WORDS else (b, a)
-        return _name_in_words(named_item, subjects.bag(words_item.subject))
+        return _name_in_words(named_item, subjects.bag(words_item.subject), words_item.file)
     if subjects.ENV in (ka, kb):
         return False  # a variable is its command's alone
     if ka == kb == subjects.FILE:
         return False  # two files, or two settings of one file (the same setting is the same subject)
-    if ka == kb == subjects.NAME:
-        return _names_alike(a.name, b.name)
+    if ka == kb == subjects.NAME:  # two said in words (or edits read without their file): of one file, if any
+        return _names_alike(a.name, b.name) and (not a.file or not b.file or a.file == b.file)
     said, filed = (a, b) if ka == subjects.NAME else (b, a)
     if not _names_alike(said.name, filed.name):
         return False
@@ -104,11 +109,15 @@ def _names_alike(short: str, long: str) -> bool:
     return "." in short or len(short.split("_")) >= COMPOUND
 
 
-def _name_in_words(item: Knowledge, said: set[str]) -> bool:
+def _name_in_words(item: Knowledge, said: set[str], said_in: str) -> bool:
+    """A setting, and a value said in words: every word of the setting's name among the statement's, two at least, or
+    one when the statement names the setting's file ("rate limiting in lib/rate_limit.ex: 20 …" / `@limit 20`)."""
     tail = ".".join(item.name.split(".")[-2:]) if item.name else ""
     named = set(subjects.name_words(tail)) if tail else set()
     if not named:
         return False
+    if said_in and item.file == said_in and named <= said:
+        return True
     return (len(named) >= MIN_SHARED and named <= said) or (len(said) >= MIN_SHARED and said <= named)
 
 
@@ -145,19 +154,37 @@ def _kinds(item: Knowledge) -> list[str]:
 # --- reading ------------------------------------------------------------------------------------------------------
 
 def related(source: Observations, project: str, item: Knowledge) -> list[Knowledge]:
-    """Every observation of the project about `item`'s thing, `item` included, oldest first."""
-    pool = {k.id: k for k in source.about(project, [item.subject])}
+    """Every observation of the project about `item`'s thing, `item` included, oldest first: those the sameness rules
+    join to it, and to them in turn (a value said in words, the file's setting it names, the setting's name said in
+    another answer), a few steps at most."""
+    pool: dict[int, Knowledge] = {item.id: item}
+    family = {item.id: item}
+    looked_up: set[int] = set()
+    for _ in range(THING_STEPS):
+        for member in [k for k in family.values() if k.id not in looked_up][:RELATED_LOOKUPS]:
+            looked_up.add(member.id)
+            pool.update((k.id, k) for k in _candidates(source, project, member))
+        unique = _unique_names(pool.values())
+        grown = {k.id: k for k in pool.values() if k.id not in family and k.kind == item.kind and
+                 any(same_thing(member, k, unique) for member in family.values())}
+        if not grown:
+            break
+        family.update(grown)
+    rules = [k for k in pool.values() if k.id not in family and any(revokes(k, member) for member in family.values())]
+    return sorted([*family.values(), *rules], key=lambda k: (k.created_at, k.id))
+
+
+def _candidates(source: Observations, project: str, item: Knowledge) -> list[Knowledge]:
+    """The observations that may be about `item`'s thing: of its subject, of its setting's name, of its words."""
+    found = source.about(project, [item.subject])
     if item.kind == "fact" and item.name:
-        pool.update((k.id, k) for k in source.named(project, [item.name.rsplit(".", 1)[-1]]))
-        terms = subjects.name_words(item.name.rsplit(".", 1)[-1])
-        pool.update((k.id, k) for k in source.worded(project, terms, ["fact"], RELATED))
+        leaf = item.name.rsplit(".", 1)[-1]
+        found += source.named(project, [leaf])
+        found += source.worded(project, subjects.name_words(leaf), ["fact"], RELATED)
     if item.kind == "decision" or item.subject.startswith(subjects.WORDS):
         terms = sorted(subjects.bag(item.subject), key=len, reverse=True)[:8]
-        pool.update((k.id, k) for k in source.worded(project, terms, [item.kind], RELATED))
-    pool[item.id] = item
-    unique = _unique_names(pool.values())
-    same = [k for k in pool.values() if same_thing(item, k, unique) or revokes(k, item)]
-    return sorted(same, key=lambda k: (k.created_at, k.id))
+        found += source.worded(project, terms, [item.kind], RELATED)
+    return found
 
 
 def _unique_names(items: Iterable[Knowledge]) -> set[str]:
@@ -188,14 +215,32 @@ def answer(family: list[Knowledge]) -> Answer | None:
     newest = max(settled, key=lambda k: (k.created_at, k.modality == "set", k.id))
     written = [k for k in settled if k.source in ("edit", "write") and k.session_id == newest.session_id
                and 0 <= newest.created_at - k.created_at <= SAME_CHANGE_SECONDS]
-    if newest.source not in ("edit", "write") and written:  # "the retention is now a month": the file has 30
-        newest = max(written, key=lambda k: (k.created_at, k.id))
-    history, seen = [], {newest.value.lower()}
+    file = None
+    if newest.source not in ("edit", "write") and written:  # a statement telling of the change a write made
+        file = max(written, key=lambda k: (k.created_at, k.id))
+        if not _same_value(file.value, newest.value):  # "the retention is now a month": the file has 30
+            newest, file = file, None
+    history, seen = [], {_value(newest.value)} | ({_value(file.value)} if file else set())
     for earlier in sorted(settled, key=lambda k: (-k.created_at, -k.id)):
-        if earlier.created_at < newest.created_at and earlier.value.lower() not in seen:
-            seen.add(earlier.value.lower())
+        if earlier.created_at < newest.created_at and _value(earlier.value) not in seen:
+            seen.add(_value(earlier.value))
             history.append(earlier)
-    return Answer(newest, history)
+    return Answer(newest, history, written=file)
+
+
+def _value(value: str) -> str:
+    """A value as compared: quotes, spaces and case aside (`"45"`, `45`)."""
+    return "".join(value.strip("\"'` ").lower().split())
+
+
+def _same_value(written: str, said: str) -> bool:
+    """Whether a statement's value is what a write put in a file: equal, or the same number said with its unit
+    (`90` in `preview_ttl_minutes` and "90 minutes")."""
+    file, words = _value(written), _value(said)
+    if file == words:
+        return True
+    number = _LEADING_NUMBER.match(words)
+    return bool(number) and file == number.group(0) and words[len(file):].isalpha()
 
 
 def resolve(source: Observations, project: str, items: Sequence[Knowledge]) -> list[Answer]:

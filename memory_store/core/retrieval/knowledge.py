@@ -55,6 +55,7 @@ class Found:
     score: float  # meaning, words, recency, stated (see the weights above)
     why: str
     replaced: list[Knowledge] = field(default_factory=list)
+    where: str = ""  # the file a statement's value is set in (the write it tells of)
 
 
 def relevant(store: Store, project: str, prompt: str, vector: bytes | None, intent: Intent,
@@ -108,7 +109,8 @@ def _as_current(store: Store, project: str, found: list[Found], exclude_sources:
             continue
         why = best.why if answer.item.id == best.item.id else \
             f"{best.why}; #{answer.item.id} is what is current about it"
-        shown.append(Found(answer.item, best.score, why, answer.history[:MAX_REPLACED_SHOWN]))
+        shown.append(Found(answer.item, best.score, why, answer.history[:MAX_REPLACED_SHOWN],
+                           answer.written.file if answer.written else ""))
     shown = _distinct(shown)
     if shown:
         top = shown[0].score
@@ -149,6 +151,8 @@ def shown(found: Found, owner: str = "") -> str:
     label = {"fact": "Current", "procedure": "How it is done here", "decision": "Decided"}[item.kind]
     by = f" (team, by {item.owner})" if item.team and item.owner and item.owner != owner else ""
     line = f"{label} since {day(item.created_at)}{by}: {item.text}"
+    if found.where and found.where not in item.text:
+        line += f" (set in {found.where})"
     for earlier in found.replaced:
         line += f" (was {earlier.value} until {day(item.created_at)})"
     return line

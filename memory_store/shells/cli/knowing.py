@@ -39,7 +39,8 @@ def facts(
         typer.echo(f"no {'knowledge' if kind == 'all' else kind + 's'} yet for {scope}")
         return
     for item in items:
-        where = f" · {item.file}" if item.file else ""
+        file = item.file or (item.written.file if item.written else "")  # a statement: where the value is set
+        where = f" · {file}" if file else ""
         typer.echo(f"- [{item.kind} · since {day(item.created_at)}{where} · from #{item.source_id}] "
                    f"{one_line(item.text, LINE_CHARS)}")
         for earlier in item.replaced:
