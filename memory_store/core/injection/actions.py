@@ -43,6 +43,8 @@ _PITFALL = re.compile(r"\b(?:careful|beware|gotcha|pitfall|catch|otherwise|break
                       r"instead|because|so that|on purpose|important|warning|caveat|has to|needs? to|requires?|"
                       r"stay(?:s)? below|keep|before|first|no longer|can't|cannot|won't|mind|watch out)\b",
                       re.IGNORECASE)
+# "0.6.0 never confirmed itself", "the job always failed at 3 am": what happened, told with a rule's words.
+_REPORTED = re.compile(r"\b(?:never|always)\s+(?:\w+ly\s+)?\w{3,}ed\b", re.IGNORECASE)
 _CHANGED = re.compile(r"\b(?:now|from here on|since then|no more)\b", re.IGNORECASE)  # how the file came to be
 CHANGED_WEIGHT = 0.3  # what the file does now: less than a pitfall, enough when it names the file
 _FIX = re.compile(r"\b(?:fix(?:ed|es)?|root cause|the cause|caused by|was (?:wrong|missing)|works? (?:now|again)|"
@@ -120,8 +122,10 @@ def _worth_showing(store: Store, project: str, session_id: str, keys: list[str],
     """The sentences of the memories tied to `keys` worth interrupting for, best first (at most MAX_SENTENCES)."""
     rows = store.ties.tied_to(project, keys, TIED_READ)
     ids = list(dict.fromkeys(r[0] for r in rows))
-    shown_before = store.injected_ids(session_id) & set(ids)
-    said = " ".join(brief_said(store, shown_before).split()) if shown_before else ""  # the session has seen these
+    # What this session's prompts were just shown is not said again; the SessionStart brief's lines are: a rule is
+    # worth its line at the moment of action, however many turns after the session began.
+    shown_before = (store.injected_ids(session_id) - store.injected_ids(session_id, "SessionStart")) & set(ids)
+    said = " ".join(brief_said(store, shown_before).split()) if shown_before else ""
     names = {name for key in keys for name in _names(key)}
     task_words = _content(task)
     scored: list[tuple[float, Memory, str]] = []
@@ -159,7 +163,8 @@ def _taken_back(store: Store, project: str, memory_ids: list[int]) -> set[str]:
 def _worth(sentence: str, memory: Memory, names: set[str], task_words: set[str]) -> float:
     """How much a sentence is worth interrupting for: a rule, a pitfall or a fix (one of them is needed), said about
     the file or command itself, in the user's words, about what this turn's task touches."""
-    marker = 1.3 if _RULE.search(sentence) else 0.6 if _FIX.search(sentence) else 0.5 if _PITFALL.search(sentence) \
+    rule = _RULE.search(sentence) and not _REPORTED.search(sentence)
+    marker = 1.3 if rule else 0.6 if _FIX.search(sentence) else 0.5 if _PITFALL.search(sentence) \
         else CHANGED_WEIGHT if _CHANGED.search(sentence) else 0.0
     if not marker or len(sentence) < 20:
         return 0.0

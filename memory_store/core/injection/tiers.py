@@ -16,7 +16,7 @@ import re
 from collections import deque
 from typing import TYPE_CHECKING
 
-from ...shared.text import cap
+from ...shared.text import cap, cap_readable
 from .. import sentences
 from ..capture.capture import PROMPT_PREVIEW_CHARS, finish
 from ..knowledge import current
@@ -100,26 +100,27 @@ def _brief(store: Store, project: str, now: float, exclude_session: str | None) 
     return code_paths.checked_items(store, project, distinct(_knowledge_lead(store, project, now, exclude_session) + items))
 
 
-BRIEF_KNOWLEDGE = 2  # decisions and changed facts the brief leads with
+BRIEF_KNOWLEDGE = 2  # changed facts the brief leads with
 BRIEF_LOOKED_AT = 30  # of the warm window's newest observations, those whose things are looked up
 BRIEF_KNOWLEDGE_CHARS = 260
 
 
 def _knowledge_lead(store: Store, project: str, now: float, exclude_session: str | None) -> list[inject.Item]:
-    """What the brief leads with: the decisions of the hot window (the brief's: recent work) that still stand, and the
-    values that changed in it (what is current, saying what it replaced: core/knowledge/current.py), from earlier
-    sessions. An older rule comes when it matters: before the file it governs is touched (injection/actions.py)."""
+    """What the brief leads with: the values that changed in its window (what is current, saying what it replaced:
+    core/knowledge/current.py), from earlier sessions. A rule comes when it matters: before the file it governs is
+    touched (injection/actions.py) or when a prompt asks (a session is shown a memory once, so the brief would take
+    that moment away)."""
     if not store.config.inject.knowledge:
         return []
     since = now - store.config.tiers.hot_window_hours * HOUR
-    recent = [item for item in store.knowledge.listed(project, ["decision", "fact"], 200, since)
+    recent = [item for item in store.knowledge.listed(project, ["fact"], 200, since)
               if item.session_id != exclude_session and item.modality in SETTLED]
     lead: list[knowledge.Found] = []
     for answer in current.resolve(store.knowledge, project, recent[:BRIEF_LOOKED_AT]):
         item = answer.item
-        if answer.standing and item.session_id != exclude_session and item.created_at >= since \
-                and (item.kind == "decision" or answer.history):
-            lead.append(knowledge.Found(item, 0.0, "", answer.history[:1]))
+        if answer.standing and answer.history and item.session_id != exclude_session and item.created_at >= since:
+            lead.append(knowledge.Found(item, 0.0, "", answer.history[:1],
+                                        answer.written.file if answer.written else ""))
         if len(lead) == BRIEF_KNOWLEDGE:
             break
     return [inject.Item(found.item.source_id, found.item.kind, found.item.created_at,
@@ -228,12 +229,15 @@ def _item(store: Store, decision: gate.Decision, candidate: gate.Candidate) -> i
 def warm_items(store: Store, decision: gate.Decision, project: str) -> list[inject.Item]:
     """The facts, procedures and decisions that answer the prompt (retrieval/knowledge.py), then the taken candidates:
     each episode's answer to the prompt, as it stands against the project's code (code_paths.py). An item is left
-    out when an episode shown with it already says it, or when this session was already shown it."""
+    out when an episode shown with it already says all it says, or when this session was already shown it."""
     episodes = code_paths.checked_items(store, project, [_item(store, decision, c) for c in decision.taken])
     if not store.config.inject.knowledge:
         return episodes
     seen, in_brief = decision.shown_by_prompts, decision.shown_by_brief
-    said = " ".join(" ".join(item.text.split()) for item in episodes)
+    # What an episode's line surely says: its opening, which a line cut to its length or to what is left of the
+    # budget keeps (inject.render_block); a fact further in may be cut away, so it is shown on its own.
+    opening = store.config.inject.max_item_chars // 2
+    said = " ".join(cap_readable(" ".join(item.text.split()), opening) for item in episodes)
     briefed: str | None = None  # what the brief showed, read when an item may repeat it
     known = []
     with stage("knowledge"):
@@ -242,7 +246,8 @@ def warm_items(store: Store, decision: gate.Decision, project: str) -> list[inje
         text = " ".join(found.item.text.split())
         if in_brief and briefed is None:
             briefed = brief_said(store, in_brief)
-        if text in said or (briefed and text.rstrip(".") in briefed):
+        adds = (found.where and found.where not in said) or found.replaced  # where it is set, what it replaced
+        if (text in said and not adds) or (briefed and text.rstrip(".") in briefed):
             continue
         known.append(inject.Item(found.item.source_id, found.item.kind, found.item.created_at,
                                  knowledge.shown(found, store.owner)))
