@@ -119,6 +119,8 @@ def test_a_value_not_settled_is_said_so(text, modality):
     "Fixed: the SerializationFailure came from two transactions booking the same slot.",
     "the admin pw for grafana is now [REDACTED:stated-secret]",
     "note <private>[private]</private> the box has 64 GB",
+    "west build -b nimbus_v2 app --sysbuild -d build/nimbus",  # a word with digits is no name and its digits
+    "Updated the limits in config/limits.php: free 3, pro 10.",  # a file is no setting
 ])
 def test_a_count_in_passing_a_report_or_a_hidden_value_is_no_fact(text):
     assert [row for row in said(text) if row[0] == "fact"] == []
@@ -147,6 +149,7 @@ def test_a_question_a_proposal_or_a_hypothetical_is_no_decision(text):
 
 def test_a_how_to_is_a_procedure_unless_asked():
     assert ("procedure", "stated") in [row[:2] for row in said("To reseed locally, run `make db-reset` first.")]
+    assert ("procedure", "stated") in [row[:2] for row in said("`tox -e py312` runs the whole suite in a venv.")]
     assert [row[1] for row in said("should I run `make db-reset` first?")] == ["asked"]
 
 

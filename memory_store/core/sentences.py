@@ -15,11 +15,12 @@ from ..shared.text import cap_readable
 from .records import Hit, Memory
 from .terms import STOPWORDS, normalize_term, words
 
-# A sentence ends at . ! ? ; before a capital (or a quote, a bracket, a digit, a path): not at an ellipsis, which
-# stands inside one more often than at its end ("lock it with SELECT ... FOR UPDATE").
-# Nor after an abbreviation that stands inside one ("@limit is 8 now, i.e. 8 messages per 10 seconds").
-_SPLIT = re.compile(r"(?<=[.!?;])(?<!\.\.\.)(?<!\bi\.e\.)(?<!\be\.g\.)(?<!\bvs\.)(?<!\betc\.)(?<!\bcf\.)(?<!\bapprox\.)"
-                    r"\s+(?=[\"'(`\[A-Z0-9/])|\n+")
+# A sentence ends at ! or ?, at . before a word, a quote, a bracket, a digit or a path (people who type in lower case
+# end sentences too), and at ; before a capital: not at an ellipsis, which stands inside one more often than at its
+# end ("lock it with SELECT ... FOR UPDATE"), nor after an initial or an abbreviation ("i.e. 8 messages per 10 s").
+_SPLIT = re.compile(r"(?<=[!?])\s+|(?<=\.)(?<!\.\.\.)(?<!\b\w\.)(?<!\be\.g\.)(?<!\bvs\.)(?<!\betc\.)(?<!\bcf\.)"
+                    r"(?<!\bapprox\.)\s+(?=[\"'(`\[A-Za-z0-9/])|(?<=;)\s+(?=[\"'(`\[A-Z0-9/])|\n+")
+_SEMICOLON = re.compile(r"(?<=;)\s+")
 _IDENTIFIER = re.compile(
     r"`[^`]+`|\b\w+(?:[./:]\w+)+\b|\b[a-z]+_[a-z0-9_]+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b|\b\w+\(\)|"
     r"(?:^|\s)--?[a-z][\w-]*")
@@ -61,9 +62,13 @@ happy help glad anytime welcome np no problem
 """.split())
 
 
-def split(text: str) -> list[str]:
-    """Sentences (and lines) of a text, stripped, empty ones dropped."""
-    return [s.strip() for s in _SPLIT.split(text) if s and s.strip()]
+def split(text: str, at_semicolons: bool = False) -> list[str]:
+    """Sentences (and lines) of a text, stripped, empty ones dropped; `at_semicolons`: each clause a semicolon ends
+    on its own too (a statement's own words, where a passage keeps the clause that explains it)."""
+    found = [s.strip() for s in _SPLIT.split(text) if s and s.strip()]
+    if at_semicolons:
+        found = [clause.strip() for s in found for clause in _SEMICOLON.split(s) if clause.strip()]
+    return found
 
 
 def is_trivial(text: str) -> bool:

@@ -53,16 +53,18 @@ _VALUE = re.compile(rf"(?<![\w.\-/])(?:{VALUE})(?![\w/]|\.\w)")
 _IDENT = (r"(?:`(?P<quoted>[^`\s]{2,100})`|(?P<ident>--?[a-z][\w\-]{1,60}|@?[A-Za-z_$][\w$]{0,60}"
           r"(?:(?:\.|::|:|__|->|/)[A-Za-z_$][\w$]{0,60}){0,6}))")
 _SETTING = re.compile(
-    rf"(?<![\w.$@/\-]){_IDENT}\s{{0,3}}(?:(?P<op>:=|=>|=|:)|(?P<word_op>\s(?:is|are|stays|remains|defaults to|of|at|to|now)"
-    rf"(?:\s(?:now|still|currently|set to|at))?)|(?P<from>\sfrom\s(?P<old>{VALUE})\sto))?\s{{0,3}}"
+    rf"(?<![\w.$@/\-]){_IDENT}(?![\w$])\s{{0,3}}(?:(?P<op>:=|=>|=|:)|"
+    rf"(?P<word_op>\s(?:is|are|stays|remains|defaults to|of|at|to|now)(?:\s(?:now|still|currently|set to|at))?)|"
+    rf"(?P<from>\sfrom\s(?P<old>{VALUE})\sto))?\s{{0,3}}"
     rf"(?P<value>{VALUE})(?![\w/]|\.\w)")
 _PLAIN_WORD_VALUE = re.compile(r"(?<![\w.$@/\-])" + _IDENT +
-                               r"\s{0,3}(?P<op>:=|=|:)\s{0,3}(?P<value>[A-Za-z][\w.\-]{1,40})\b")
+                               r"(?![\w$])\s{0,3}(?P<op>:=|=|:)\s{0,3}(?P<value>[A-Za-z][\w.\-]{1,40})\b")
 # A change said in words, and a value said to be what something is now.
 _CHANGE = re.compile(r"\b(?:mov(?:e|ed)|bump(?:ed)?|rais(?:e|ed)|lower(?:ed)?|increas(?:e|ed)|decreas(?:e|ed)|"
                      r"reduc(?:e|ed)|dropp?(?:ed)?|cut|chang(?:e|ed)|switch(?:ed)?|set|updat(?:e|ed)|upgrad(?:e|ed)|"
                      r"downgrad(?:e|ed)|pin(?:ned)?|extend(?:ed)?|shorten(?:ed)?|doubled?|halved?|capp?(?:ed)?|"
-                     r"limit(?:ed)?|tighten(?:ed)?|relax(?:ed)?|make|made|turn(?:ed)?|adjust(?:ed)?|tun(?:e|ed)|"
+                     r"limit(?:ed)?|tighten(?:ed)?|relax(?:ed)?|make|made|turn(?:ed)?|adjust(?:ed)?|tun(?:e|ed)|push(?:ed)?|"
+                     r"shift(?:ed)?|postpon(?:e|ed)|resched(?:ule|uled)|"
                      r"(?:go|goes|going|went|gone) (?:up|down|back))\b",
                      re.IGNORECASE)
 _NOW = re.compile(r"\b(?:now|from now on|nowadays|currently|these days|from here on|going forward)\b", re.IGNORECASE)
@@ -113,9 +115,9 @@ _REASON = re.compile(r"\b(?:because|since|so that|so (?:a|an|the|it|we|they|that
                      r"or else|that way)\b", re.IGNORECASE)
 # A how-to: a command in backticks, said as the way to do something.
 _COMMAND_IN_TEXT = re.compile(r"`([^`\n]{3,160})`")
-_HOW_TO = re.compile(r"\b(?:run|use|start|boot|invoke|execute|call|type|do|needs?|requires?|first|before|then|"
-                     r"from now on|to (?:run|start|build|test|deploy|apply|reset|seed|generate|release|publish|install|"
-                     r"update|boot))\b", re.IGNORECASE)
+_HOW_TO = re.compile(r"\b(?:runs?|use|starts?|boots?|builds|deploys|invoke|execute|call|type|do|needs?|requires?|first|"
+                     r"before|then|from now on|to (?:run|start|build|test|deploy|apply|reset|seed|generate|release|"
+                     r"publish|install|update|boot))\b", re.IGNORECASE)
 _SHELL_START = re.compile(r"^(?:[A-Z_][A-Z0-9_]*=\S+\s+)*(?:\./|bin/|sudo\s+)?[a-z][\w.+-]*(?:\s|$)")
 _CLAUSES = re.compile(r";\s+|\s+(?:but|whereas|while)\s+|,\s+(?:but|and then|so)\s+", re.IGNORECASE)
 # Words after a number that are no unit of it ("48 now", "6 with a delay", "100 if …").
@@ -127,7 +129,8 @@ without in at on of to for from by as and or but than when while until unless si
 _NOT_SUBJECT = frozenset("""
 now also just still currently please done ok okay we i you it its they them this that these those there here then
 so set make made move moved bump bumped raise raised lower lowered increase increased decrease decreased reduce reduced
-change changed switch switched update updated upgrade upgraded pin pinned cut drop dropped from to instead rather
+change changed push pushed shift shifted postpone postponed switch switched update updated upgrade upgraded pin pinned
+cut drop dropped from to instead rather
 value values new old default get gets got use uses used run runs ran take takes took is are was were be been stays
 remains equals keep keeps kept per about around every each went go goes gone let lets want like also too well
 understood sure noted got thanks thank yes yep right agreed perfect great fine cool listens listen serves lives sits
@@ -154,16 +157,21 @@ def statements(text: str, *, user: bool = False) -> list[Said]:
     sentence that held a secret or a private span (redacted, shared/redact.py) states nothing."""
     found: list[Said] = []
     before: list[str] = []  # what the sentence before was about: "it" in "lower it to 45"
-    for sentence in sentences.split(text):
+    for sentence in sentences.split(text, at_semicolons=True):
         sentence = " ".join(sentence.split())
         if len(sentence) < 8 or len(sentence) > MAX_CLAUSE_CHARS or "[REDACTED" in sentence or "[private]" in sentence:
             continue
         found += _of_sentence(sentence, user, before)
-        before = [w for w in words(sentence) if w not in STOPWORDS and w not in _NOT_SUBJECT and len(w) > 2
-                  and not any(ch.isdigit() for ch in w)][-4:]
+        before = _content(sentence)
         if len(found) >= MAX_ITEMS:
             break
     return found[:MAX_ITEMS]
+
+
+def _content(text: str) -> list[str]:
+    """What a sentence or clause is about, for "it" in the next: its last content words."""
+    return [w for w in words(text) if w not in STOPWORDS and w not in _NOT_SUBJECT and len(w) > 2
+            and not any(ch.isdigit() for ch in w)][-4:]
 
 
 def value_of(raw: str) -> str:
@@ -188,6 +196,8 @@ def _of_sentence(sentence: str, user: bool, before: list[str]) -> list[Said]:
         found += facts
         if facts and facts[-1].about:
             subject_before = facts[-1].about
+        elif not facts:  # "the nightly backup collides with the ETL, push it to 01:30": "it" is this clause's
+            subject_before = _content(clause) or subject_before
     if found:
         return found
     decision = _decision(sentence, shown, asked)
@@ -222,6 +232,9 @@ def _facts(clause: str, shown: str, asked: bool, user: bool, subject_before: lis
             continue
         if any(start <= match.start() < end for start, end in taken):
             continue
+        joined = match.groupdict().get("op") or match.groupdict().get("word_op") or match.groupdict().get("from")
+        if not joined and not match.group("value")[:1].isdigit():
+            continue  # "port 9090" names a value; "the BullMQ `delay`" does not
         taken.append(match.span())
         value = value_of(match.group("value"))
         old = value_of((match.groupdict().get("old") or "") or _old_in(clause[match.end():]))
@@ -233,6 +246,9 @@ def _facts(clause: str, shown: str, asked: bool, user: bool, subject_before: lis
     return [said] if said is not None else []
 
 
+_FILE_PATH = re.compile(r"(?:[\w.\-]+/)+[\w\-]+\.[A-Za-z]{1,8}")
+
+
 def _is_setting_name(name: str, quoted: bool, op: str | None) -> bool:
     """Does a word name a setting (rather than being a word of the sentence)?"""
     if quoted or name.startswith("-"):
@@ -240,6 +256,8 @@ def _is_setting_name(name: str, quoted: bool, op: str | None) -> bool:
     if len(name) < 3 or name.lower() in STOPWORDS:
         return False
     bare = name.lstrip("@$")
+    if _FILE_PATH.fullmatch(bare):  # "Updated approvals in config/app.php: …" names a file, not a setting
+        return False
     return bool(re.search(r"[_.:/]|->", bare[1:]) or re.search(r"[a-z][A-Z]", bare) or
                 (bare.isupper() and len(bare) >= 3 and op is not None) or name.startswith("@"))
 
@@ -303,10 +321,20 @@ def _decision(sentence: str, shown: str, asked: bool) -> Said | None:
     content = [w for w in words(sentence) if w not in STOPWORDS and len(w) > 2]
     if len(content) < MIN_RULE_WORDS:
         return None
-    if not (_RULE.search(sentence) or _REVOKED.search(sentence) or
+    if not (is_rule(sentence) or _REVOKED.search(sentence) or
             (_DECIDED.search(sentence) and _REASON.search(sentence))):
         return None
     return Said("decision", "asked" if asked else rule_modality(sentence), shown, about=rule_words(sentence))
+
+
+# "0.6.0 never confirmed itself", "the check never fired for a window": what happened, told with a rule's words.
+REPORTED = re.compile(r"\b(?:never|always)\s+(?:\w+ly\s+)?\w{3,}ed\b", re.IGNORECASE)
+
+
+def is_rule(sentence: str) -> bool:
+    """Does a sentence say a rule ("never retry a 4xx", "always squash merges"), not report what happened with a
+    rule's words ("the job always failed at 3 am")?"""
+    return bool(_RULE.search(sentence)) and not REPORTED.search(sentence)
 
 
 # A sentence that proposes rather than settles: it opens with a hedge or a condition, or its subject only could.
