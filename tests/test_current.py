@@ -93,6 +93,16 @@ def test_settings_of_one_file_are_kept_apart(demo):
     assert retention.replaced == []
 
 
+def test_an_edit_sent_without_its_whole_file_changes_the_setting_it_sits_in(demo):
+    """A client that sends only the replaced text as the file before: `timeout_s` of the edit is `sms.timeout_s` of
+    the file written earlier, whose old value is then history, not current."""
+    written = "sms:\n  provider: twilio\n  timeout_s: 10\ndb:\n  pool: 5\n"
+    turn(demo, "add the sms settings", "Done.", [write(demo, "config/notify.yaml", written)])
+    turn(demo, "sms sends time out on slow networks", "Done.",
+         [edit(demo, "config/notify.yaml", "  timeout_s: 10", "  timeout_s: 25", "  timeout_s: 10")])
+    assert value_of(demo, "timeout_s") == {"25"}
+
+
 def test_a_value_refused_or_only_proposed_is_not_current(demo):
     turn(demo, "uploads of big PDFs fail", "Raised the upload limit.",
          [edit(demo, "app/settings.py", "MAX_UPLOAD_MB = 5", "MAX_UPLOAD_MB = 20", "MAX_UPLOAD_MB = 5\n")])
@@ -112,6 +122,18 @@ def test_a_variable_belongs_to_its_command_and_a_procedure_to_its_folder(demo):
     assert procedures == {"PORT=8081 pnpm --dir services/api start", "PORT=3000 pnpm --dir services/web dev"}
     ports = {item.subject: item.value for item in current(demo, "fact") if item.subject.startswith("env:port@")}
     assert ports == {"env:port@pnpm start @services/api": "8081", "env:port@pnpm dev @services/web": "3000"}
+
+
+def test_a_command_that_picks_another_target_is_another_procedure(demo):
+    """`./gradlew test --tests=InvoiceSpec` worked after `./gradlew test --parallel` was made the way to run the suite:
+    one program, two jobs; the suite's command stays current, not the old value of the other."""
+    turn(demo, "the full test run takes forever", "From now on run the whole suite with `./gradlew test --parallel`: "
+         "6 minutes instead of 20.", [bash("./gradlew test --parallel", "BUILD SUCCESSFUL in 6m 2s")])
+    turn(demo, "only the invoice spec please", "InvoiceSpec passes.",
+         [bash("./gradlew test --tests=InvoiceSpec", "BUILD SUCCESSFUL in 41s")])
+    procedures = {item.value: item.replaced for item in current(demo, "procedure")}
+    assert "./gradlew test --parallel" in procedures and "./gradlew test --tests=InvoiceSpec" in procedures
+    assert not [old for replaced in procedures.values() for old in replaced if "--parallel" in old.value]
 
 
 def test_a_question_about_one_file_gets_that_files_setting(demo):
@@ -134,6 +156,36 @@ def test_a_change_said_with_its_unit_is_shown_in_words_with_the_file_that_sets_i
     injected = demo.ask("how long does a draft preview link stay valid?")
     assert "cut preview links to 90 minutes. (set in config/newsroom.php) (was 1440" in injected
     assert [item.replaced[0].value for item in current(demo, "fact")] == ["1440"]
+
+
+def test_a_users_request_and_the_edit_that_made_it_are_one_change(demo):
+    """The user asks for 01:30 UTC and the edit sets "01:30" in a key whose name shares one word with the request: one
+    change, current as the user said it; the old time is its history, not a value of its own."""
+    original = 'backup_start_time: "00:00"\nbackup_keep_days: 14\n'
+    turn(demo, "set up the nightly database backup", "Done.", [write(demo, "ops/backup.yml", original)])
+    session, prompt_id = str(uuid.uuid4()), str(uuid.uuid4())
+    demo.fire("SessionStart-startup", session)
+    demo.fire("UserPromptSubmit", session, prompt="the nightly backup collides with the ETL, push it to 01:30 UTC",
+              prompt_id=prompt_id)
+    name, fields = edit(demo, "ops/backup.yml", 'backup_start_time: "00:00"', 'backup_start_time: "01:30"', original)
+    demo.fire(name, session, prompt_id=prompt_id, **fields)
+    demo.fire("Stop", session, prompt_id=prompt_id, last_assistant_message="Moved.")
+    demo.recall.embed_pending()
+    demo.clock += DAY
+    injected = demo.ask("what time does the nightly backup run these days?")
+    assert "push it to 01:30 UTC (set in ops/backup.yml)" in injected
+    assert [item.replaced[0].value for item in current(demo, "fact") if "01:30" in item.value] == ['"00:00"']
+
+
+def test_a_question_typed_in_lower_case_teaches_no_procedure_nor_rule(demo):
+    """Sentences end in lower case too: the failing command of a question is no procedure, a report of what never
+    happened is no rule, and a word in backticks after a name is no value of it."""
+    turn(demo, "first week here. tried `docker compose up` and the api container just exits?? what's the proper way "
+         "to bring the stack up", "Use `make up`: it builds the images first. The scheduler hands that to the ActiveJob "
+         "`wait` option of reminder jobs.")
+    turn(demo, "the nightly export never finished before 6 last week. how was that solved?", "It was a missing index.")
+    assert [item.value for item in current(demo, "procedure")] == ["make up"]
+    assert current(demo, "decision") == [] and current(demo, "fact") == []
 
 
 def test_a_report_and_a_count_in_passing_are_no_facts(demo):

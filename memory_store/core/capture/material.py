@@ -24,7 +24,7 @@ from typing import Any
 from ...shared.projects import project_root
 from ...shared.redact import bounded, clean
 from ...shared.secrets import is_secret_file
-from ..knowledge import extract
+from ..knowledge import extract, settings
 from . import ties
 from .hook_events import PostToolUse, PostToolUseFailure
 
@@ -92,7 +92,10 @@ def _contents(event: PostToolUse, absolute: str) -> tuple[str, str, bool]:
         after = before
         for old, new, every in pairs:
             after = after.replace(old, new) if every else after.replace(old, new, 1)
-        return after, before, True
+        # A config file before that is only the replaced text (a client that sends the edit's own text) shows none
+        # of the blocks around its keys: read as the edit alone.
+        alone = len(pairs) == 1 and before.strip() == pairs[0][0].strip() and settings.is_config(absolute)
+        return after, before, not alone
     after = _read(absolute)
     if not after or not all(new in after for _, new, _ in pairs):  # gone, unreadable, changed since: the edit alone
         return "\n".join(new for _, new, _ in pairs), "\n".join(old for old, _, _ in pairs), False

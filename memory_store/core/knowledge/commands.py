@@ -35,6 +35,7 @@ _ASSIGNMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=")
 _ENV_SET = re.compile(r"(?:^|[;&|(]\s*|\bexport\s+|\s)([A-Z][A-Z0-9_]{1,60})="
                       r"(\"[^\"\n]{0,80}\"|'[^'\n]{0,80}'|[^\s;&|()]{1,80})")
 _STEP = re.compile(r"&&|\|\||;")
+_NAMED_VALUE = re.compile(r"[A-Za-z][\w.:/\-]{0,60}")  # a name as an option's value, not a number or a duration
 # What an output says when a command that exited 0 did not work (or a shell swallowed its exit code).
 FAILED_OUTPUT = re.compile(
     r"(?<![\w.])[1-9]\d{0,5} (?:failed|failing|failures?|errors?|broken)\b|\bFAIL(?:ED|URE|S)?\b(?!=)|"
@@ -95,7 +96,45 @@ def procedure_key(command: str) -> str:
     first other flag; the steps before it set it up: `docker compose up -d db && pnpm start:api` starts the API), and
     the folder it works in (`cd DIR &&` before it, `--dir DIR`, `-C DIR`, `--filter PKG`).
     `PORT=3000 pnpm --dir services/web dev` → "pnpm dev @services/web"."""
-    place, key = "", ""
+    place, tokens = _doing_step(command)
+    if not tokens:
+        return ""
+    named = [os.path.basename(tokens[0]) if not tokens[0].startswith("./") else tokens[0]]
+    where = place
+    rest = iter(tokens[1:])
+    for token in rest:
+        flag, _, inline = token.partition("=")
+        if flag in _PLACE_FLAGS:
+            where = (inline or next(rest, "")).strip("\"'").rstrip("/")
+            continue
+        if token.startswith("-") or re.search(r"[\"'$<>()`=]", token):
+            break
+        if len(named) < 3:
+            named.append(token)
+    return " ".join(named) + (f" @{where}" if where else "")
+
+
+def selectors(command: str) -> frozenset[str]:
+    """The long options of a command's doing step that pick what it works on by name (`--group=meilisearch`, `--env
+    staging`), not how it runs (`--parallel`, `--workers 4`): one program with other selectors does another job."""
+    _, tokens = _doing_step(command)
+    found = set()
+    for index, token in enumerate(tokens[1:], 1):
+        if not token.startswith("--"):
+            continue
+        flag, equals, value = token.partition("=")
+        if not equals and index + 1 < len(tokens) and not tokens[index + 1].startswith("-"):
+            value = tokens[index + 1]
+        value = value.strip("\"'")
+        if flag not in _PLACE_FLAGS and _NAMED_VALUE.fullmatch(value):
+            found.add(f"{flag}={value}")
+    return frozenset(found)
+
+
+def _doing_step(command: str) -> tuple[str, list[str]]:
+    """(the folder a `cd` before it names, the tokens of the last step that does something), its wrappers and
+    variables aside."""
+    place, doing = "", []
     for step in _STEP.split(command[:2000]):
         tokens = _tokens(step.split("|")[0])
         while tokens and _ASSIGNMENT.match(tokens[0]):
@@ -111,22 +150,9 @@ def procedure_key(command: str) -> str:
             tokens.pop(0)
             while tokens and (tokens[0].startswith("-") or re.fullmatch(r"\d+[smh]?", tokens[0])):
                 tokens.pop(0)
-        if not tokens:
-            continue
-        named = [os.path.basename(tokens[0]) if not tokens[0].startswith("./") else tokens[0]]
-        where = place
-        rest = iter(tokens[1:])
-        for token in rest:
-            flag, _, inline = token.partition("=")
-            if flag in _PLACE_FLAGS:
-                where = (inline or next(rest, "")).strip("\"'").rstrip("/")
-                continue
-            if token.startswith("-") or re.search(r"[\"'$<>()`=]", token):
-                break
-            if len(named) < 3:
-                named.append(token)
-        key = " ".join(named) + (f" @{where}" if where else "")
-    return key
+        if tokens:
+            doing = tokens
+    return place, doing
 
 
 def environment(command: str) -> list[tuple[str, str]]:

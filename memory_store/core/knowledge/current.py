@@ -7,7 +7,8 @@ of the same rule revokes it. A wrong guess of sameness costs a wrong line at wor
 
 Sameness, by subject (core/knowledge/subjects.py):
 
-- the same subject: always;
+- the same subject: always, but for a procedure (one program in one place) only with the same options that pick its
+  target (`sail pest --group=search` is another job than `sail pest --parallel`: commands.selectors);
 - a setting named in words and a file's setting: the same key path, or the name the last segments of the file's path
   (`maxRetryCount` / `EnableRetryOnFailure.maxRetryCount`), when exactly one file's setting fits (a bare `port` said
   in words is no file's when two files have one) or the statement names that file;
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..records import SETTLED, Knowledge
-from . import subjects
+from . import commands, subjects
 
 MIN_SHARED = 2  # words two statements in words (or a statement and a setting's name) must share
 SHARED_SHARE = 0.6  # … and this share of the smaller's words
@@ -36,7 +37,8 @@ COMPOUND = 2  # a one-segment name of this many words ("lead_time_hours") says w
 RELATED = 200  # observations read per lookup
 THING_STEPS = 3  # a thing grows from its item this many times (the rules join pairs; a thing is their chain)
 RELATED_LOOKUPS = 6  # members of a thing whose own candidates are read, per step
-_LEADING_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_LEADING_NUMBER = re.compile(r"\d+(?:[.:]\d+)*")
+WRITES = ("edit", "write")  # the sources that set a value in a file
 SAME_CHANGE_SECONDS = 900.0  # a statement this soon after a write in its session tells of that change: the file says it
 
 
@@ -65,11 +67,21 @@ class Answer:
     written: Knowledge | None = None  # the write of a file that the current statement tells of (where it is set)
 
 
-def same_thing(a: Knowledge, b: Knowledge, unique_names: set[str] | None = None) -> bool:
-    """Are `a` and `b` about the same thing (the module's docstring)? `unique_names`: the names said in words that fit
-    exactly one file's setting in the project (None: every fit counts)."""
+@dataclass
+class Around:
+    """What sameness knows of the observations read with a pair (`_around`)."""
+
+    unique_names: set[str]  # the names said in words that fit exactly one file's setting
+    told: set[frozenset[int]]  # a statement and the one write of its session whose change it tells of
+
+
+def same_thing(a: Knowledge, b: Knowledge, around: Around | None = None) -> bool:
+    """Are `a` and `b` about the same thing (the module's docstring)? `around`: what the observations read with them
+    say (None: every name that fits counts, and no write is known to be told of)."""
     if a.kind != b.kind:
         return False
+    if a.kind == "procedure":  # one program and place; options that pick another target make another job
+        return a.subject == b.subject and commands.selectors(a.value) == commands.selectors(b.value)
     if a.subject == b.subject:
         return True
     if a.kind != "fact":
@@ -79,6 +91,8 @@ def same_thing(a: Knowledge, b: Knowledge, unique_names: set[str] | None = None)
         return _kinds_agree(a, b) and _words_alike(subjects.bag(a.subject), subjects.bag(b.subject))
     if subjects.WORDS in (ka, kb):
         words_item, named_item = (a, b) if ka == subjects.WORDS else (b, a)
+        if around is not None and frozenset((a.id, b.id)) in around.told:
+            return True
         return _name_in_words(named_item, subjects.bag(words_item.subject), words_item.file)
     if subjects.ENV in (ka, kb):
         return False  # a variable is its command's alone
@@ -91,7 +105,7 @@ def same_thing(a: Knowledge, b: Knowledge, unique_names: set[str] | None = None)
         return False
     if said.file:
         return said.file == filed.file
-    return unique_names is None or said.name in unique_names
+    return around is None or said.name in around.unique_names
 
 
 def _sort(item: Knowledge) -> str:
@@ -164,9 +178,9 @@ def related(source: Observations, project: str, item: Knowledge) -> list[Knowled
         for member in [k for k in family.values() if k.id not in looked_up][:RELATED_LOOKUPS]:
             looked_up.add(member.id)
             pool.update((k.id, k) for k in _candidates(source, project, member))
-        unique = _unique_names(pool.values())
+        around = _around(pool.values())
         grown = {k.id: k for k in pool.values() if k.id not in family and k.kind == item.kind and
-                 any(same_thing(member, k, unique) for member in family.values())}
+                 any(same_thing(member, k, around) for member in family.values())}
         if not grown:
             break
         family.update(grown)
@@ -187,15 +201,33 @@ def _candidates(source: Observations, project: str, item: Knowledge) -> list[Kno
     return found
 
 
-def _unique_names(items: Iterable[Knowledge]) -> set[str]:
-    """The names said in words that fit exactly one file's setting among these observations."""
+def _around(items: Iterable[Knowledge]) -> Around:
+    """What these observations say about sameness: the names said in words that fit exactly one file's setting, and
+    each value said in words minutes after a write in its session that set exactly one setting to it (by the words of
+    its name: "move the web reboot window to 02:15 UTC" and `unattended_upgrades_reboot_time: "02:15"`)."""
+    items = list(items)
     files = [k for k in items if k.subject.startswith(subjects.FILE)]
-    found: set[str] = set()
+    unique: set[str] = set()
     for said in {k.name for k in items if k.subject.startswith(subjects.NAME)}:
         fitting = {k.subject for k in files if _names_alike(said, k.name)}
         if len(fitting) <= 1:
-            found.add(said)
-    return found
+            unique.add(said)
+    written = [k for k in items if k.kind == "fact" and k.source in WRITES and k.modality == "set"]
+    told: set[frozenset[int]] = set()
+    for statement in items:
+        if not statement.subject.startswith(subjects.WORDS):
+            continue
+        words = subjects.bag(statement.subject)
+        settings = {k.subject: k for k in written if _tells_of(statement, k, words)}
+        if len(settings) == 1:
+            told.add(frozenset((statement.id, next(iter(settings.values())).id)))
+    return Around(unique, told)
+
+
+def _tells_of(said: Knowledge, write: Knowledge, words: set[str]) -> bool:
+    """A value said in words is that write's: in its session, minutes apart, the same value, a word of its name."""
+    return (said.session_id == write.session_id and abs(said.created_at - write.created_at) <= SAME_CHANGE_SECONDS
+            and _same_value(write.value, said.value) and bool(words & set(subjects.name_words(write.name))))
 
 
 def answer(family: list[Knowledge]) -> Answer | None:
@@ -213,19 +245,32 @@ def answer(family: list[Knowledge]) -> Answer | None:
     if not settled:
         return Answer(family[-1], standing=False)
     newest = max(settled, key=lambda k: (k.created_at, k.modality == "set", k.id))
-    written = [k for k in settled if k.source in ("edit", "write") and k.session_id == newest.session_id
-               and 0 <= newest.created_at - k.created_at <= SAME_CHANGE_SECONDS]
-    file = None
-    if newest.source not in ("edit", "write") and written:  # a statement telling of the change a write made
-        file = max(written, key=lambda k: (k.created_at, k.id))
-        if not _same_value(file.value, newest.value):  # "the retention is now a month": the file has 30
-            newest, file = file, None
-    history, seen = [], {_value(newest.value)} | ({_value(file.value)} if file else set())
+    item, file = _told(newest, settled)
+    shown = [item.value] + ([file.value] if file else [])
+    history: list[Knowledge] = []
     for earlier in sorted(settled, key=lambda k: (-k.created_at, -k.id)):
-        if earlier.created_at < newest.created_at and _value(earlier.value) not in seen:
-            seen.add(_value(earlier.value))
+        if earlier.created_at < newest.created_at and not any(_same_value(v, earlier.value) or
+                                                              _same_value(earlier.value, v) for v in shown):
+            shown.append(earlier.value)
             history.append(earlier)
-    return Answer(newest, history, written=file)
+    return Answer(item, history, written=file)
+
+
+def _told(newest: Knowledge, settled: list[Knowledge]) -> tuple[Knowledge, Knowledge | None]:
+    """(what is current, the write it tells of): a write and a statement of its session minutes apart, with its value,
+    are one change, shown as said ("90 minutes", "02:15 UTC") with where it is set. A statement after a write that
+    gives another value ("the retention is now a month": the file has 30) yields to the file."""
+    def near(k: Knowledge) -> bool:
+        return k.session_id == newest.session_id and 0 <= newest.created_at - k.created_at <= SAME_CHANGE_SECONDS
+
+    if newest.source in WRITES:
+        said = [k for k in settled if k.source not in WRITES and near(k) and _same_value(newest.value, k.value)]
+        return (max(said, key=lambda k: (k.created_at, k.id)), newest) if said else (newest, None)
+    written = [k for k in settled if k.source in WRITES and near(k)]
+    if not written:
+        return newest, None
+    file = max(written, key=lambda k: (k.created_at, k.id))
+    return (newest, file) if _same_value(file.value, newest.value) else (file, None)
 
 
 def _value(value: str) -> str:
@@ -240,7 +285,7 @@ def _same_value(written: str, said: str) -> bool:
     if file == words:
         return True
     number = _LEADING_NUMBER.match(words)
-    return bool(number) and file == number.group(0) and words[len(file):].isalpha()
+    return number is not None and file == number.group(0) and words[len(file):].isalpha()  # "02:15" / "02:15 UTC"
 
 
 def resolve(source: Observations, project: str, items: Sequence[Knowledge]) -> list[Answer]:
