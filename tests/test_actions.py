@@ -112,6 +112,23 @@ def test_a_known_error_brings_the_fix_and_a_new_one_nothing(learned):
     assert failed(learned, new_session(learned, "again"), "pnpm start:worker", "Exit code 1\n") == ""  # no error line
 
 
+GO_ERROR = ("Exit code 1\n--- FAIL: TestExportLargeTenant (0.41s)\npanic: open /tmp/export-3.csv: too many open files "
+            "[recovered]\nFAIL\tgithub.com/acme/ledger/export\t0.512s")
+GO_FIX_ANSWER = ("All green.\n- Logging: config.go now has a LOG_FORMAT switch; the fix for the flaky clock test "
+                 "went in with it.\n- The export opened one file per chunk and never closed it: too many open files. "
+                 "Fixed with defer f.Close() in writeChunk.")
+
+
+def test_the_fix_shown_is_the_passage_about_the_error_not_the_one_before_it(demo):
+    """A fix word in the sentence before the error's explanation must not win over the explanation and its fix."""
+    earlier_session(demo, "the ledger export tests fail for big tenants", GO_FIX_ANSWER, tools=[
+        ("PostToolUseFailure-Bash", {"tool_name": "Bash", "tool_input": {"command": "go test ./export/..."},
+                                     "error": GO_ERROR})])
+    session = new_session(demo, "added a parquet export, run the export tests")
+    fix = failed(demo, session, "go test ./export/...", GO_ERROR.replace("0.41s", "0.39s").replace("0.512s", "0.47s"))
+    assert "defer f.Close()" in fix and "LOG_FORMAT" not in fix
+
+
 def test_an_error_met_only_in_this_session_brings_nothing(demo):
     session = new_session(demo, "boot the worker")
     assert failed(demo, session, "pnpm start:worker", BOOT_ERROR) == ""

@@ -9,6 +9,9 @@ import uuid
 import pytest
 from conftest import DAY, run_cli
 
+from memory_store.core import sentences
+from memory_store.shared.projects import project_for
+
 SMALL_TALK = [("thanks, that works", "You're welcome!"), ("ok continue", "Continuing with the next step.")]
 PDF_FIX = ("generating the invoice pdf crashes with UnicodeEncodeError: 'latin-1' codec can't encode character "
            "'\\u0119' for customers with accented names",
@@ -182,6 +185,30 @@ def test_what_the_brief_showed_is_not_injected_again_in_that_session(demo):
     # After compaction the context no longer holds it: offered again.
     again = demo.fire("SessionStart-compact", session)
     assert "db-stg-7" in (again.get("hookSpecificOutput") or {}).get("additionalContext", "")
+
+
+def test_what_the_brief_said_is_rebuilt_as_its_lines_said_it(demo):
+    """A fact is left out of a prompt's injection as a repeat only when the brief's line held it: the line is rebuilt
+    as the brief built it (not the memory's opening, which a line that picks other sentences does not show)."""
+    from memory_store.core.injection import tiers
+
+    demo.session(("the geocoding job died halfway through the import again, the logs are full of 429s from the maps "
+                  "api. what happened", "The import fired 40k lookups in four minutes and the maps API throttled "
+                  "us; every job burned its five attempts in 30 s."),
+                 ("yes. our maps plan allows 300/min. and 4xx other than 429 must fail right away, no retries",
+                  "Done. The geocoder is limited to 300 lookups per minute (a token bucket in GeoClient, shared "
+                  "through redis, so it holds across all pods). A 429 now pauses the queue and re-queues the job "
+                  "without spending an attempt, and any other 4xx fails at once instead of retrying. While in there "
+                  "I raised GEO_JOB_ATTEMPTS to 8, since a maps outage can outlast five retries. 11 geocoder tests "
+                  "pass."))
+    session = str(uuid.uuid4())
+    start = demo.fire("SessionStart-startup", session)
+    brief = " ".join((start.get("hookSpecificOutput") or {}).get("additionalContext", "").split())
+    shown = demo.recall.store.injected_ids(session, "SessionStart")
+    lines = tiers.brief_lines(demo.recall.store, project_for(demo.path), shown, demo.clock)
+    assert shown and lines and all(said.rstrip("…") in brief for said in sentences.split(lines))
+    opening = tiers.brief_said(demo.recall.store, shown)
+    assert [said for said in sentences.split(opening) if said not in brief], "the opening holds what no line showed"
 
 
 def answer_session(demo, prompt, answer):

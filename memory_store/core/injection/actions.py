@@ -43,8 +43,6 @@ _PITFALL = re.compile(r"\b(?:careful|beware|gotcha|pitfall|catch|otherwise|break
                       r"instead|because|so that|on purpose|important|warning|caveat|has to|needs? to|requires?|"
                       r"stay(?:s)? below|keep|before|first|no longer|can't|cannot|won't|mind|watch out)\b",
                       re.IGNORECASE)
-# "0.6.0 never confirmed itself", "the job always failed at 3 am": what happened, told with a rule's words.
-_REPORTED = re.compile(r"\b(?:never|always)\s+(?:\w+ly\s+)?\w{3,}ed\b", re.IGNORECASE)
 _CHANGED = re.compile(r"\b(?:now|from here on|since then|no more)\b", re.IGNORECASE)  # how the file came to be
 CHANGED_WEIGHT = 0.3  # what the file does now: less than a pitfall, enough when it names the file
 _FIX = re.compile(r"\b(?:fix(?:ed|es)?|root cause|the cause|caused by|was (?:wrong|missing)|works? (?:now|again)|"
@@ -163,7 +161,7 @@ def _taken_back(store: Store, project: str, memory_ids: list[int]) -> set[str]:
 def _worth(sentence: str, memory: Memory, names: set[str], task_words: set[str]) -> float:
     """How much a sentence is worth interrupting for: a rule, a pitfall or a fix (one of them is needed), said about
     the file or command itself, in the user's words, about what this turn's task touches."""
-    rule = _RULE.search(sentence) and not _REPORTED.search(sentence)
+    rule = _RULE.search(sentence) and not statements.REPORTED.search(sentence)  # "never confirmed": a report
     marker = 1.3 if rule else 0.6 if _FIX.search(sentence) else 0.5 if _PITFALL.search(sentence) \
         else CHANGED_WEIGHT if _CHANGED.search(sentence) else 0.0
     if not marker or len(sentence) < 20:
@@ -214,8 +212,10 @@ def _fix_after(store: Store, failure: Memory, error_words: set[str]) -> list[tup
                 break  # another subject: the fix was in the turns before
         elif memory.kind == "exchange":
             asked = memory.text.rstrip().endswith("?")  # "Which one do you want?": the next prompt answers it
-            for passage in _passages(memory.text):
-                shared = len(error_words & _content(passage))
+            for passage, opening in _passages(memory.text):
+                # The passage is about this error when its first sentence is (the cause, then what changed): the
+                # next one's words would lift the sentence before an explanation of the error to the top.
+                shared = len(error_words & _content(opening))
                 said = 1.0 if _FIX.search(passage) else 0.5 if _PITFALL.search(passage) or "`" in passage \
                     or shared >= 3 else 0.0
                 worth = said + 0.15 * shared + 0.1 * turn
@@ -242,11 +242,12 @@ def _steps(command: str) -> set[str | None]:
     return {ties.command_key(step) for step in re.split(r"&&|\|\||;", command) if step.strip()}
 
 
-def _passages(text: str) -> list[str]:
+def _passages(text: str) -> list[tuple[str, str]]:
     """A text's sentences, each with the one after it when both fit a line (a fix is often said in two: the cause,
-    then what changed)."""
+    then what changed), and the sentence it opens with."""
     said = sentences.split(text)
-    return [f"{one} {two}" if len(one) + len(two) < SENTENCE_CHARS else one for one, two in zip(said, said[1:] + [""])]
+    return [(f"{one} {two}" if len(one) + len(two) < SENTENCE_CHARS else one, one)
+            for one, two in zip(said, said[1:] + [""])]
 
 
 def _changed_since(store: Store, project: str, root: str, key: str) -> str:

@@ -202,13 +202,25 @@ def _brief_said_it(store: Store, decision: gate.Decision, candidate: gate.Candid
 
 def brief_said(store: Store, shown: set[int]) -> str:
     """What the SessionStart brief could have said in full of the memories it showed: each one's opening and its
-    question's, as far as a brief line reaches (one read; the lines themselves are not rebuilt). What the brief cut
-    may be said again."""
+    question's, as far as a brief line reaches (one read; the lines themselves are not rebuilt: `brief_lines` does,
+    when this says an item may be a repeat)."""
     limit = brief_item_chars(store)
     said = []
     for memory in store.get(sorted(shown)):
         said += [memory.text[:limit], str(memory.meta.get("prompt", ""))[:limit]]
     return " ".join(" ".join(part.split()) for part in said)
+
+
+def brief_lines(store: Store, project: str, shown: set[int], now: float) -> str:
+    """What the SessionStart brief's lines for the memories it showed said, rebuilt as the brief builds them (its
+    lead of changed values, each episode by its opening, an open question): a sentence its cut line left out may be
+    said again."""
+    limit = brief_item_chars(store)
+    lines = [item.text for item in _knowledge_lead(store, project, now, None) if item.id in shown]
+    for memory in store.get(sorted(shown)):
+        lines.append(memory.text if memory.kind == "prompt" else
+                     inject.episode_item(turns.episode(store, memory), set(), limit).text)
+    return " ".join(" ".join(cap_readable(line, limit).split()) for line in lines)
 
 
 def brief_item_chars(store: Store) -> int:
@@ -238,7 +250,8 @@ def warm_items(store: Store, decision: gate.Decision, project: str) -> list[inje
     # budget keeps (inject.render_block); a fact further in may be cut away, so it is shown on its own.
     opening = store.config.inject.max_item_chars // 2
     said = " ".join(cap_readable(" ".join(item.text.split()), opening) for item in episodes)
-    briefed: str | None = None  # what the brief showed, read when an item may repeat it
+    briefed: str | None = None  # what the brief may have shown, read when an item may repeat it
+    brief: str | None = None  # … and what its lines did show, rebuilt when that says it may
     known = []
     with stage("knowledge"):
         answers = knowledge.relevant(store, project, decision.prompt, decision.vector, decision.intent, seen)
@@ -247,8 +260,12 @@ def warm_items(store: Store, decision: gate.Decision, project: str) -> list[inje
         if in_brief and briefed is None:
             briefed = brief_said(store, in_brief)
         adds = (found.where and found.where not in said) or found.replaced  # where it is set, what it replaced
-        if (text in said and not adds) or (briefed and text.rstrip(".") in briefed):
+        if text in said and not adds:
             continue
+        if briefed and text.rstrip(".") in briefed:
+            brief = brief_lines(store, project, in_brief, decision.now) if brief is None else brief
+            if text.rstrip(".") in brief:
+                continue
         known.append(inject.Item(found.item.source_id, found.item.kind, found.item.created_at,
                                  knowledge.shown(found, store.owner)))
     return known + episodes

@@ -66,6 +66,7 @@ class Candidate:
 class Decision:
     prompt: str
     intent: intents.Intent
+    now: float = 0.0  # when it was judged
     candidates: list[Candidate] = field(default_factory=list)
     searched: bool = False
     window_days: float | None = None
@@ -135,7 +136,7 @@ def _judge(store: Store, models: Models, prompt: str, project: str, session_id: 
     cfg: Config = store.config
     with stage("intent"):
         intent = intents.classify(prompt)
-    decision = Decision(prompt, intent)
+    decision = Decision(prompt, intent, now)
     if cfg.gate.mode == "cues":
         return _judge_by_cues(store, models, decision, project, session_id, now, exclude_ids)
     if not intent.searches or cfg.tiers.warm_top_k == 0:
