@@ -7,7 +7,8 @@ import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
-from conftest import FIXTURES
+import pytest
+from conftest import FIXTURES, load_payload, run_cli, stored, wait_until_embedded
 
 from memory_store import open_recall
 
@@ -88,3 +89,23 @@ def test_cli_import_json(home, tmp_path):
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout[result.stdout.index("{"):])
     assert data["files"] == 1 and data["new_memories"] == 2 and data["entries"] == 4
+
+
+@pytest.mark.slow  # a live worker drains the import
+def test_an_import_through_the_worker_returns_when_its_knowledge_is_searchable(hooks, home, project, tmp_path):
+    """The worker embeds what an import brings; `recall import` waits until what the memories teach is embedded too
+    (found by meaning), so the worker is idle again when it returns, not still embedding behind the next prompt."""
+    home.mkdir(parents=True, exist_ok=True)  # small batches: the memories are embedded well before what they teach
+    (home / "config.json").write_text(json.dumps({"worker": {"embed_batch": 8}}))
+    hooks.run("SessionStart", load_payload("SessionStart-startup", session_id="s-live", cwd=str(project)))
+    assert wait_until_embedded(home), "the worker is up, its model loaded"
+    turns = []
+    for n in range(25):
+        turns += [("user", f"what do we use for the service-{n} queue timeout?"),
+                  ("assistant", f"The service-{n} queue timeout is {n + 10} seconds now, set in config/service_{n}.toml. "
+                                f"Its retry limit is {n + 3} attempts now. Its batch size is {n + 50} jobs now.")]
+    write_transcript(tmp_path / "p" / "s1.jsonl", "s1", str(project), turns, "2026-11-02T09:00:00+00:00")
+    run_cli("import", str(tmp_path / "p"), "--home", str(home))
+    with stored(home) as recall:
+        assert recall.store.knowledge.listed(str(project), ["fact"]), "the answers teach facts"
+        assert recall.store.knowledge.vectors_pending() == 0

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 KNOWLEDGE_READ = 5000  # observations of a project read to list what is current (the newest first)
 IN_PROCESS_EMBED_LIMIT = 500  # without a worker, a search embeds a backlog up to this size first
 IN_PROCESS_LEARN_LIMIT = 2000  # without a worker, a listing of knowledge reads a backlog up to this size first
+BACKLOG_STALL_SECONDS = 60.0  # an import stops waiting for the worker after this long without progress
 SILENT_PROMPTS_JUDGED = 20  # `recall injections --session` says why for the latest this many prompts that got nothing
 
 
@@ -90,8 +91,9 @@ class Recall:
         return int(self.store.counts()["memories"])
 
     def pending_work(self) -> int:
-        """Memories the background work has yet to read (what they teach and are tied to) or to embed."""
-        return self.store.pending_embeddings() + self.store.knowledge.pending()
+        """What the background work has yet to do: memories to read (what they teach and are tied to) or to embed,
+        and what they taught to embed (found by meaning only then)."""
+        return self.store.pending_embeddings() + self.store.knowledge.pending() + self.store.knowledge.vectors_pending()
 
     def is_mine(self, memory: Memory) -> bool:
         """May this user change or forget the memory? (A teammate's shared memory is theirs.)"""
@@ -260,17 +262,21 @@ class Recall:
         """Embed what is queued (and read what it teaches): through the worker if one runs with its model loaded (it
         is already in memory there), else here. `progress(n)` is called as memories get embedded."""
         total = self.store.pending_embeddings()
-        if total == 0 and not self.store.knowledge.pending():
+        if not self.pending_work():
             return 0
         if not worker_client.drain(self.paths):
             return self.embed_pending(progress=progress)
-        remaining = total
-        while remaining > 0 or self.store.knowledge.pending():
+        remaining, left, moved = total, self.pending_work(), time.monotonic()
+        while left:  # done when all an import brought is searchable and the worker idle again
             time.sleep(poll)
             now_pending = self.store.pending_embeddings()
             if progress:
                 progress(max(0, remaining - now_pending))
-            remaining = now_pending
+            remaining, before, left = now_pending, left, self.pending_work()
+            if left < before:
+                moved = time.monotonic()
+            elif time.monotonic() - moved > BACKLOG_STALL_SECONDS:
+                break  # the worker makes no headway (another model's index, say): it goes on in the background
         return total
 
     def reindex(self, progress: Callable[[int], object] | None = None) -> int:
