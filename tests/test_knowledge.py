@@ -66,10 +66,22 @@ def test_a_setting_named_like_a_secret_is_no_setting():
 def test_reading_settings_stays_linear_on_hostile_text():
     """A guard against a pattern that backtracks (the bound is generous: time targets are the benchmarks')."""
     started = time.monotonic()
-    for text in ("1," * 10_000, "a: " * 7_000, "{" * 20_000, "x = (" * 5_000, "k" * 20_000):
+    for text in ("1," * 10_000, "a: " * 7_000, "{" * 20_000, "x = (" * 5_000, "k" * 20_000, *HOSTILE_LINES):
         for path in ("a.yaml", "a.ts", "a.json", "a.tf"):
             settings.settings_of(path, text)
     assert time.monotonic() - started < 10
+
+
+def hostile_text(unit: str, width: int, end: str) -> str:
+    """20,000 characters of `unit`, cut into pieces just under what a reader takes whole (a line of a file, a
+    sentence), so that every pattern runs on each: one long line would be skipped before any pattern sees it."""
+    piece = (unit * (width // len(unit) + 1))[:width]
+    return end.join([piece] * (20_000 // (width + len(end))))
+
+
+HOSTILE_UNITS = ("1,", "9", "_", "a__", "a_", "a.", "a:", "-", " ", "ab ", "is ", "`", "=", "@a ", "x = 1 ")
+HOSTILE_LINES = [hostile_text(unit, 390, "\n") for unit in HOSTILE_UNITS]
+HOSTILE_SENTENCES = [hostile_text(f"x {unit}", 480, ". ") for unit in HOSTILE_UNITS]
 
 
 # --- what a text states, and how -------------------------------------------------------------------------------------
@@ -156,7 +168,7 @@ def test_a_how_to_is_a_procedure_unless_asked():
 def test_reading_statements_stays_linear_on_hostile_text():
     started = time.monotonic()
     for text in ("1," * 10_000, "set it to " * 3_000, "a_b = 1 " * 3_000, "x is now 5 " * 2_000, "`" * 20_000,
-                 "the " * 5_000 + "timeout is 30"):
+                 "the " * 5_000 + "timeout is 30", *HOSTILE_SENTENCES, "Sign here: " + "_" * 60 + " and date it."):
         statements.statements(text)
     assert time.monotonic() - started < 10
 

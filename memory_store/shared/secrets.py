@@ -132,6 +132,9 @@ _SECRET_WORD = (r"(?:password|passphrase|passcode|passwd|pwd|pw|psk|pin|secret|t
 # made a 5 MB payload cost minutes.
 _STATED_VALUE = (r"((?-i:[\"'`][^\"'`\n]{3,512}[\"'`]|(?=\S{0,512}?(?:\d|[a-z][A-Z]|[^\w\s.,;:!?'\"`()]))"
                  r"[^\s,;'\"`()]{4,512}(?<![.!?])))")
+# From a program's name to its password flag: the rest of its command line, bounded (from every "curl" or "http" of
+# a one-line API answer, an unbounded look made a hook wait seconds).
+_TO_FLAG = r"[^\n|;&]{0,300}?"
 
 # (kind, pattern, group to replace or 0 for the whole match, anchors: lowercase pieces one of which a text must hold for
 # the pattern to be tried at all; most texts hold none, and fifty patterns tried on 64 KB cost a hook its time).
@@ -189,14 +192,14 @@ SECRET_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...]]] = [
     # (a password already masked as *** by database_url.masked is left as it is: one masking form everywhere)
     ("url-password", re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s:/@\"']*:)(?!\*\*\*@)([^\s@/\"']{1,})(?=@)"), 2, ('://',)),
     # mysql -pSECRET (glued: "-p SECRET" with a space prompts, and the next word is a database name)
-    ("cli-password", re.compile(r"(\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;&]*?\s-p)"
+    ("cli-password", re.compile(r"(\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b" + _TO_FLAG + r"\s-p)"
                                 r"([^\s\-'\"$][^\s'\"]*|'[^'\n]+'|\"[^\"\n]+\")"), 2, ('mysql', 'mariadb')),
     # docker/podman/helm/sshpass -p SECRET, curl -u user:SECRET
     ("cli-password", re.compile(r"(\b(?:(?:docker|podman|nerdctl|buildah|skopeo|oras)\s+login|helm\s+registry\s+login|"
-                                r"sshpass)\b[^\n|;&]*?\s-p(?:\s+|=))([^\s\-'\"$][^\s'\"]*|'[^'\n]+'|\"[^\"\n]+\")"),
+                                r"sshpass)\b" + _TO_FLAG + r"\s-p(?:\s+|=))([^\s\-'\"$][^\s'\"]*|'[^'\n]+'|\"[^\"\n]+\")"),
                                     2, ('login', 'sshpass')),
-    ("cli-password", re.compile(r"(\b(?:curl|wget|http|https|xh)\b[^\n|;&]*?(?:\s-u\s*|\s--user[=\s]+)['\"]?[^\s:'\"]+:)"
-                                r"((?!\$)[^\s'\"@]+)"), 2, ('curl', 'wget', 'http', 'xh')),
+    ("cli-password", re.compile(r"(\b(?:curl|wget|http|https|xh)\b" + _TO_FLAG + r"(?:\s-u\s*|\s--user[=\s]+)"
+                                r"['\"]?[^\s:'\"]+:)((?!\$)[^\s'\"@]+)"), 2, ('curl', 'wget', 'http', 'xh')),
     # --password VALUE, --token=VALUE, --api-key VALUE … (not --password-file, --password-stdin or $VARS)
     ("cli-secret-flag", re.compile(r"(?i)(\s--(?:[a-z0-9]+-)*(?:password|passwd|pass|passphrase|token|api-?key|secret|"
                                    r"client-secret|auth-token|access-token|access-key|secret-key|secret-string)(?:=|\s+))"
@@ -207,15 +210,17 @@ SECRET_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...]]] = [
                                 r"(?!file:|env\b|env:|fd:|stdin\b)(?:pass:)?)" + _VALUE), 2, ('pass',)),
     # the short password flag of one tool: redis-cli -a, mongosh -p, ldapsearch -w, sqlcmd -P, 7z -pX, openssl enc -k,
     # az login -p, doctl -t, gh secret set --body, smbclient -U user%X
-    ("cli-password", re.compile(r"(\b(?:redis-cli\b[^\n|;&]*?\s-a|mongo(?:sh|dump|restore|import|export)?\b[^\n|;&]*?\s-p|"
-                                r"ldap\w*\b[^\n|;&]*?\s-w|(?:sqlcmd|bcp|osql|zip|unzip|zipcloak)\b[^\n|;&]*?\s-P|"
-                                r"openssl\b[^\n|;&]*?\s-k|az\s+login\b[^\n|;&]*?\s(?:-p|--password)|"
-                                r"doctl\b[^\n|;&]*?\s-t|gh\s+secret\s+set\b[^\n|;&]*?\s(?:--body|-b)|"
-                                r"aws\s+(?:ssm\s+put-parameter|secretsmanager\s+\S+)\b[^\n|;&]*?\s--value)(?:\s+|=))"
+    ("cli-password", re.compile(r"(\b(?:redis-cli\b" + _TO_FLAG + r"\s-a|"
+                                r"mongo(?:sh|dump|restore|import|export)?\b" + _TO_FLAG + r"\s-p|"
+                                r"ldap\w*\b" + _TO_FLAG + r"\s-w|"
+                                r"(?:sqlcmd|bcp|osql|zip|unzip|zipcloak)\b" + _TO_FLAG + r"\s-P|"
+                                r"openssl\b" + _TO_FLAG + r"\s-k|az\s+login\b" + _TO_FLAG + r"\s(?:-p|--password)|"
+                                r"doctl\b" + _TO_FLAG + r"\s-t|gh\s+secret\s+set\b" + _TO_FLAG + r"\s(?:--body|-b)|"
+                                r"aws\s+(?:ssm\s+put-parameter|secretsmanager\s+\S+)\b" + _TO_FLAG + r"\s--value)(?:\s+|=))"
                                 + _VALUE), 2,
      ('redis-cli', 'mongo', 'ldap', 'sqlcmd', 'bcp', 'osql', 'zip', 'openssl', 'login', 'doctl', 'secret', 'aws')),
-    ("cli-password", re.compile(r"(\b7z[az]?\b[^\n|;&]*?\s-p)([^\s\-'\"$][^\s'\"]*)"), 2, ('7z',)),
-    ("cli-password", re.compile(r"(\bsmbclient\b[^\n|;&]*?\s-U\s*['\"]?[^\s%'\"]+%)([^\s'\"]+)"), 2, ('smbclient',)),
+    ("cli-password", re.compile(r"(\b7z[az]?\b" + _TO_FLAG + r"\s-p)([^\s\-'\"$][^\s'\"]*)"), 2, ('7z',)),
+    ("cli-password", re.compile(r"(\bsmbclient\b" + _TO_FLAG + r"\s-U\s*['\"]?[^\s%'\"]+%)([^\s'\"]+)"), 2, ('smbclient',)),
     # a secret as a positional argument: htpasswd -b FILE USER X, rabbitmqctl add_user USER X, vault login X,
     # aws configure set aws_secret_access_key X, netlify env:set NAME X, doppler secrets set NAME X
     ("cli-password", re.compile(r"(\bhtpasswd\s+(?:-\w+\s+)*-\w*b\w*\s+(?:-\w+\s+)*\S+\s+\S+\s+)" + _VALUE),

@@ -51,7 +51,7 @@ _VALUE = re.compile(rf"(?<![\w.\-/])(?:{VALUE})(?![\w/]|\.\w)")
 # A setting named in words: an identifier (snake_case, a dotted or colon path, camelCase, SHOUTING_CASE with an
 # underscore, an @attribute, a --flag), or any name in backticks.
 _IDENT = (r"(?:`(?P<quoted>[^`\s]{2,100})`|(?P<ident>--?[a-z][\w\-]{1,60}|@?[A-Za-z_$][\w$]{0,60}"
-          r"(?:(?:\.|::|:|__|->|/)[A-Za-z_$][\w$]{0,60}){0,6}))")
+          r"(?:(?:\.|::|:|->|/)[A-Za-z_$][\w$]{0,60}){0,6}))")
 _SETTING = re.compile(
     rf"(?<![\w.$@/\-]){_IDENT}(?![\w$])\s{{0,3}}(?:(?P<op>:=|=>|=|:)|"
     rf"(?P<word_op>\s(?:is|are|stays|remains|defaults to|of|at|to|now)(?:\s(?:now|still|currently|set to|at))?)|"
