@@ -156,6 +156,8 @@ def test_a_change_said_with_its_unit_is_shown_in_words_with_the_file_that_sets_i
     injected = demo.ask("how long does a draft preview link stay valid?")
     assert "cut preview links to 90 minutes. (set in config/newsroom.php) (was 1440" in injected
     assert [item.replaced[0].value for item in current(demo, "fact")] == ["1440"]
+    edits = demo.recall.search("preview_link_ttl_minutes", project=project_for(demo.path), shown="all")
+    assert edits and not [hit for hit in edits if hit.outdated], "its own answer does not make the edit outdated"
 
 
 def test_a_users_request_and_the_edit_that_made_it_are_one_change(demo):
@@ -186,6 +188,25 @@ def test_a_question_typed_in_lower_case_teaches_no_procedure_nor_rule(demo):
     turn(demo, "the nightly export never finished before 6 last week. how was that solved?", "It was a missing index.")
     assert [item.value for item in current(demo, "procedure")] == ["make up"]
     assert current(demo, "decision") == [] and current(demo, "fact") == []
+
+
+def test_a_memory_that_cannot_be_read_stops_no_other_reading(demo):
+    """A memory whose kept material is malformed (an import of a hand-edited export, say) keeps what it taught before
+    and gets a log line; the others are read, and the queue empties instead of failing on it after every restart."""
+    from memory_store.core import jobs
+
+    turn(demo, "raise the upload limit", "Done.",
+         [edit(demo, "app/settings.py", "MAX_UPLOAD_MB = 5", "MAX_UPLOAD_MB = 20", "MAX_UPLOAD_MB = 5\n")])
+    store = demo.recall.store
+    broken = store.db.value("SELECT id FROM memories WHERE text LIKE 'Edit %'")
+    store.db.run("UPDATE memories SET meta = ? WHERE id = ?", (json.dumps({"path": "a.py", "settings": [[1, 2, 3]]}),
+                                                             broken))
+    turn(demo, "how long do sessions last?", "Sessions last 45 minutes now.")
+    store.knowledge.requeue()
+    assert jobs.learn_pending(store) > 0 and store.knowledge.pending() == 0
+    assert "45 minutes" in [item.value for item in current(demo, "fact")]
+    log = demo.recall.paths.log_file.read_text()
+    assert "memory_unreadable" in log and f'"memory": {broken}' in log
 
 
 def test_a_report_and_a_count_in_passing_are_no_facts(demo):

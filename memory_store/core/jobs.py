@@ -42,8 +42,11 @@ def learn_pending(store: Store, batch: int = LEARN_BATCH, max_batches: int | Non
             break
         read = []
         for memory in store.get(ids):
-            asked, failures = _turn_of(store, memory)
-            read.append((memory, extract.observations(memory, asked, failures), ties.of_memory(memory)))
+            try:
+                asked, failures = _turn_of(store, memory)
+                read.append((memory, extract.observations(memory, asked, failures), ties.of_memory(memory)))
+            except Exception as exc:  # noqa: BLE001  one memory recall cannot read stops no other reading
+                store.log.error("memory_unreadable", memory=memory.id, error=f"{type(exc).__name__}: {exc}"[:300])
         with store.db.write():
             for memory, items, tied in read:
                 at = memory.created_at.timestamp()

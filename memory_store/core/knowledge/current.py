@@ -227,7 +227,7 @@ def _around(items: Iterable[Knowledge]) -> Around:
 def _tells_of(said: Knowledge, write: Knowledge, words: set[str]) -> bool:
     """A value said in words is that write's: in its session, minutes apart, the same value, a word of its name."""
     return (said.session_id == write.session_id and abs(said.created_at - write.created_at) <= SAME_CHANGE_SECONDS
-            and _same_value(write.value, said.value) and bool(words & set(subjects.name_words(write.name))))
+            and same_value(write.value, said.value) and bool(words & set(subjects.name_words(write.name))))
 
 
 def answer(family: list[Knowledge]) -> Answer | None:
@@ -249,8 +249,8 @@ def answer(family: list[Knowledge]) -> Answer | None:
     shown = [item.value] + ([file.value] if file else [])
     history: list[Knowledge] = []
     for earlier in sorted(settled, key=lambda k: (-k.created_at, -k.id)):
-        if earlier.created_at < newest.created_at and not any(_same_value(v, earlier.value) or
-                                                              _same_value(earlier.value, v) for v in shown):
+        if earlier.created_at < newest.created_at and not any(same_value(v, earlier.value) or
+                                                              same_value(earlier.value, v) for v in shown):
             shown.append(earlier.value)
             history.append(earlier)
     return Answer(item, history, written=file)
@@ -264,13 +264,13 @@ def _told(newest: Knowledge, settled: list[Knowledge]) -> tuple[Knowledge, Knowl
         return k.session_id == newest.session_id and 0 <= newest.created_at - k.created_at <= SAME_CHANGE_SECONDS
 
     if newest.source in WRITES:
-        said = [k for k in settled if k.source not in WRITES and near(k) and _same_value(newest.value, k.value)]
+        said = [k for k in settled if k.source not in WRITES and near(k) and same_value(newest.value, k.value)]
         return (max(said, key=lambda k: (k.created_at, k.id)), newest) if said else (newest, None)
     written = [k for k in settled if k.source in WRITES and near(k)]
     if not written:
         return newest, None
     file = max(written, key=lambda k: (k.created_at, k.id))
-    return (newest, file) if _same_value(file.value, newest.value) else (file, None)
+    return (newest, file) if same_value(file.value, newest.value) else (file, None)
 
 
 def _value(value: str) -> str:
@@ -278,7 +278,7 @@ def _value(value: str) -> str:
     return "".join(value.strip("\"'` ").lower().split())
 
 
-def _same_value(written: str, said: str) -> bool:
+def same_value(written: str, said: str) -> bool:
     """Whether a statement's value is what a write put in a file: equal, or the same number said with its unit
     (`90` in `preview_ttl_minutes` and "90 minutes")."""
     file, words = _value(written), _value(said)

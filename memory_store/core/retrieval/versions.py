@@ -50,14 +50,20 @@ def updates(store: Store, project: str, own_ids: set[int]) -> list[Update]:
             continue
         if not answer.standing or now.kind != "fact" or now.source_id in own_ids:
             continue
-        old = next((k for k in answer.found if k.created_at < now.created_at and
-                    k.value.strip().lower() != now.value.strip().lower()), None)
+        if any(_alike(k.value, now.value) for k in answer.found):
+            continue  # it says the current value too (an edit's new value beside the one it replaced)
+        old = next((k for k in answer.found if k.created_at < now.created_at), None)
         if old is not None:
             found.append((now, old))
     memories = {m.id: m for m in store.get(sorted({now.source_id for now, _ in found})) if not m.superseded_by}
     kept = [Update(memories[now.source_id], now, old) for now, old in found if now.source_id in memories]
     kept.sort(key=lambda u: -u.current.created_at)
     return list({u.memory.id: u for u in kept}.values())[:MAX_NEWER]
+
+
+def _alike(a: str, b: str) -> bool:
+    """One value, however said: `90` and "90 minutes", `"45"` and 45."""
+    return current.same_value(a, b) or current.same_value(b, a)
 
 
 def prefer_current(store: Store, decision: Any, found: Any, now: float) -> None:
