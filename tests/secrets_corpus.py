@@ -137,6 +137,12 @@ SECRETS = [
     ("suffixed name", "PASSWORD_PROD=PwProdSfx9", "PwProdSfx9"),
     ("prose pw is now", "the admin pw for grafana is now Gr4fNow9, tell nobody", "Gr4fNow9"),
     ("export in a command", "export GRAFANA_ADMIN_PW=Gr4fExp0rt && make grafana", "Gr4fExp0rt"),
+    # every word a secret's name may end in is one in prose too
+    ("prose salt", "the salt for jwt signing is now Xk9pQ2zz", "Xk9pQ2zz"),
+    ("prose cookie", "the session cookie for the admin is s3ssionAbc9", "s3ssionAbc9"),
+    ("prose credentials are", "our deploy credentials are Zx81kqP0", "Zx81kqP0"),
+    ("prose otp seed", "the otp seed is JBSWY3DPEHPK3PXP", "JBSWY3DPEHPK3PXP"),
+    ("prose pass phrase", "the pass phrase is Tr0ub4dor3", "Tr0ub4dor3"),
 ]
 
 # Text that looks like a secret but is not: it must be stored verbatim (and stay searchable).

@@ -124,8 +124,13 @@ def is_secret_manifest(text: str) -> bool:
 # A flag's or an argument's value: a word (not a $VAR, not another flag) or a quoted string.
 _VALUE = r"([^\s\-'\"$][^\s'\"]*|'[^'\n]+'|\"(?!\$)[^\"\n]+\")"
 # What names a secret in prose.
-_SECRET_WORD = (r"(?:password|passphrase|passcode|passwd|pwd|pw|psk|pin|secret|token|"
-                r"(?:api|access|licen[cs]e|private|secret|signing|encryption)[ _\-]?key)")
+# What names a secret in prose: a secret's word (SECRET_WORDS, a pin, a pass phrase) and what it is of it ("the otp
+# seed", "the token value"), or "<qualifier> key" (KEY_QUALIFIERS): the same words as a setting's name.
+_SECRET_WORD = (r"(?:(?:" + "|".join(sorted(SECRET_WORDS | {"pin", r"pass\s+phrase"}, key=len, reverse=True)) +
+                r")(?:\s+(?:seed|hash|phrase|value|string|code))?|(?:" + "|".join(sorted(KEY_QUALIFIERS)) +
+                r")[ _\-]?key)")
+# A text holds one of these when it may name a secret in prose (the patterns' anchors).
+_SECRET_WORD_ANCHORS = ("pass", "pw", "psk", "pin", "secret", "token", "key", "cred", "salt", "pepper", "cookie", "otp")
 # A secret stated in prose: quoted, or a word with a digit, a capital inside or a symbol ("the password is stored
 # in vault" stays).
 # Bounded (a secret is a few hundred characters at most): an unbounded run, tried at every position of a long word,
@@ -237,7 +242,7 @@ SECRET_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...]]] = [
     # prose: "changed the db password to X", "use X as the password", "with password X", "creds are deploy / X",
     # "password X", "the vpn pw's X" (a value with a digit, a capital inside or a symbol, or quoted)
     ("stated-secret", re.compile(r"(?i)(\b(?:set|changed|reset|updated|rotated)\s+(?:[\w\-]+\s+){0,4}?" + _SECRET_WORD
-                                 + r"\s+to\s+)" + _STATED_VALUE), 2, ('pass', 'pw', 'psk', 'pin', 'secret', 'token', 'key')),
+                                 + r"\s+to\s+)" + _STATED_VALUE), 2, _SECRET_WORD_ANCHORS),
     ("stated-secret", re.compile(r"(?<![^\s\"'`(])" + _STATED_VALUE
                                  + r"(?=\s+as\s+(?:the|my|our|your)\s+(?:[\w\-]+\s+){0,2}?"
                                  r"(?i:password|passphrase|passcode|pin|token|secret|api key)"
@@ -261,7 +266,7 @@ SECRET_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...]]] = [
     # stays)
     ("stated-secret", re.compile(
         r"(?i)(\b" + _SECRET_WORD +
-        r"(?:\s+(?:for|of|to|on|in)(?:\s+[\w.\-]+){1,4}?)?\s+(?:is|was|=|:|is now|set to|changed to)\s+)"
+        r"(?:\s+(?:for|of|to|on|in)(?:\s+[\w.\-]+){1,4}?)?\s+(?:is|are|was|were|=|:|is now|are now|set to|changed to)\s+)"
         r"((?-i:[\"'`][^\"'`\n]{3,512}[\"'`]|(?=\S{0,512}?(?:\d|[a-z][A-Z]|[^\w\s.,;:!?'\"`()]))"
-        r"[^\s,;'\"`()]{4,}(?<![.!?])))"), 2, ('pass', 'pw', 'psk', 'pin', 'secret', 'token', 'key')),
+        r"[^\s,;'\"`()]{4,}(?<![.!?])))"), 2, _SECRET_WORD_ANCHORS),
 ]

@@ -287,8 +287,8 @@ def _in_words(clause: str, shown: str, asked: bool, user: bool, subject_before: 
             about = subject_before or _subject(clause[:start], (start, start))
         else:
             about = _subject(clause, match.span()) or (subject_before if by_change else [])
-        if not about:
-            continue
+        if not about or any(is_secret_name(word) for word in about):
+            continue  # "the salt for jwt signing is now …": a secret's value is never a fact, redacted or not
         old = ""
         if by_change:
             start = change.end() if change else 0
