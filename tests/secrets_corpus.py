@@ -143,6 +143,12 @@ SECRETS = [
     ("prose credentials are", "our deploy credentials are Zx81kqP0", "Zx81kqP0"),
     ("prose otp seed", "the otp seed is JBSWY3DPEHPK3PXP", "JBSWY3DPEHPK3PXP"),
     ("prose pass phrase", "the pass phrase is Tr0ub4dor3", "Tr0ub4dor3"),
+    # a value holds ,;)] too, a JVM property is a setting, a name may start with the secret's word
+    ("semicolon in a value", "DB_PASSWORD=Xy7;kP2]q", "kP2]q"),
+    ("comma in a value", "db_password: p4ss,w0rd!x", ",w0rd!x"),
+    ("jvm property", "java -Dspring.datasource.password=S3cretPassJvm -jar app.jar", "S3cretPassJvm"),
+    ("leading secret word", "      PASSWORD_ADMIN: Hunter22xAdm", "Hunter22xAdm"),
+    ("secret key base", "SECRET_KEY_BASE=9f8e7d6c5b4a39281", "9f8e7d6c5b4a39281"),
 ]
 
 # Text that looks like a secret but is not: it must be stored verbatim (and stay searchable).

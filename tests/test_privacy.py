@@ -32,7 +32,7 @@ from secrets_corpus import (
 from memory_store import open_recall
 from memory_store.shared.paths import DataPaths
 from memory_store.shared.projects import project_for
-from memory_store.shared.redact import clean, redact, strip_private
+from memory_store.shared.redact import clean, clean_payload, redact, redact_patch, strip_private
 from memory_store.shared.secrets import is_secret_file
 
 ALL_SECRET_VALUES = ([value for _, _, value in SECRETS] + DOTENV_VALUES + SECRET_FILE_VALUES + PATCHED_DOTENV_VALUES
@@ -122,6 +122,22 @@ def test_each_secret_kind_is_redacted(redact_corpus):
     out = clean(text)
     assert value not in out and "[REDACTED:" in out
     assert clean(out) == out  # idempotent: the worker and the hook may both apply it
+
+
+@pytest.mark.parametrize("command", ["cat .env*", "cat .envrc", "cat infra/terraform.tfstate",
+                                     "kubectl -n prod get secret db-creds -o jsonpath='{.data.dsn}' | base64 -d",
+                                     "vault kv get secret/payments", "sops -d k8s/secrets.enc.yaml"])
+def test_what_a_command_prints_from_a_store_of_secrets_is_hidden(command):
+    printed = "replica_seed: plainseedvalue\nmode: live-plain-7731"  # nothing a pattern would know as a secret
+    event = {"tool_name": "Bash", "tool_input": {"command": command}, "tool_response": {"stdout": printed}}
+    kept = json.dumps(clean_payload(event))
+    assert "plainseedvalue" not in kept and "live-plain-7731" not in kept
+
+
+def test_a_patch_of_a_secret_file_hides_its_hunk_context_too():
+    patch = ("*** Begin Patch\n*** Update File: .env.staging\n@@ PAYMENTS_MODE=live-ctx-8812\n-FLAG=off\n+FLAG=on\n"
+             "*** End Patch")
+    assert "live-ctx-8812" not in redact_patch(patch)
 
 
 def test_private_spans_are_dropped():

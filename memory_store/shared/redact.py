@@ -95,7 +95,11 @@ def _redact_named(text: str) -> str:
         start = hit.start()
         while start > 0 and hit.start() - start < 120 and (text[start - 1].isalnum() or text[start - 1] in "_.-"):
             start -= 1
+        while start < hit.start() and text[start] == "-":
+            start += 1  # a flag's dashes are no part of a name
         starts.add(start)
+        if text[start - 1:start + 1] == "-D":
+            starts.add(start + 1)  # a JVM property: -Dspring.datasource.password=…
     if not starts:
         return text
     matches = sorted((m for start in starts for pattern in (NAMED_VALUE, NAMED_IN_WORDS)
@@ -176,6 +180,8 @@ def redact_patch(text: str) -> str:
             secret = False
         elif secret and line[:1] in ("+", "-", " "):
             lines[n] = line[0] + _secret_value_line(line[1:], "secret-file")
+        elif secret and line.startswith("@@") and line.strip() != "@@":  # "@@ KEY=value": a hunk's context line
+            lines[n] = "@@ " + _secret_value_line(line[2:].strip(), "secret-file")
     return "\n".join(lines)
 
 

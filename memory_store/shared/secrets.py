@@ -34,7 +34,15 @@ deploy ssh gpg pgp jwt hmac webhook consumer shared storage subscription product
 # Words a name may end in after the secret's own (`PASSWORD_PROD`, `token_v2`, `apiKeyStaging`, `db_password_2`).
 _NAME_SUFFIXES = frozenset("""
 v prod production staging stage stg dev development test testing qa uat local old new previous next current backup
-primary secondary main default live sandbox ci internal external
+primary secondary main default live sandbox ci internal external pem der b64 base64 base hash phrase value
+""".split())
+# A name may also start with the secret's word (`PASSWORD_ADMIN`, `TOKEN_GITHUB`), unless a word of it says it names
+# something about the secret, not the secret (`password_min_length`, `token_ttl`, `PASSWORD_FILE`, `token_endpoint`).
+_LEADING_SECRET_WORDS = frozenset("password passwd passphrase secret token apikey pw pwd psk credentials creds".split())
+_ABOUT_A_SECRET = frozenset("""
+ttl expiry expiration expires lifetime timeout length len size count limit max min budget policy rotation days hours
+minutes seconds url uri path file dir endpoint header type name enabled required env var field label prefix regex
+pattern hint reset strength rules manager store provider source id
 """.split())
 # A name written as one lowercase word still ends in one of these (`dbpassword`, `authtoken`).
 _SECRET_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "credentials", "privatekey")
@@ -59,17 +67,20 @@ def is_secret_name(name: str) -> bool:
         return False
     if last in SECRET_WORDS or (len(last) > 6 and last.endswith(_SECRET_ENDINGS)):
         return True
-    return last == "key" and len(found) > 1 and found[-2] in KEY_QUALIFIERS
+    if last == "key" and len(found) > 1 and found[-2] in KEY_QUALIFIERS:
+        return True
+    return len(found) > 1 and found[0] in _LEADING_SECRET_WORDS and not _ABOUT_A_SECRET.intersection(found)
 
 
 # One `name <op> value` of code, config or prose (`db_admin_pw = …`, `"smtpPw": …`, `export GRAFANA_ADMIN_PW=…`),
-# looked at by its name (is_secret_name). The name starts at a word's start (a flag's `-storepass` is the command-line
-# patterns' business); the value is one word, taken whole or not at all, or a quoted string, never a $VARIABLE or a
-# key of its own ("credentials: TOKEN: x"). A lookahead: a match whose name is no secret's consumes nothing, so a
+# looked at by its name (is_secret_name). The name starts at a word's start, or after a JVM's `-D` (a flag's
+# `-storepass` is the command-line patterns' business); the value is one word up to a space or a quote (a password
+# may hold `,;)]`: `Xy7;kP2]q` goes whole), or a quoted string, never a $VARIABLE or a key of its own ("credentials:
+# TOKEN: x"). A lookahead: a match whose name is no secret's consumes nothing, so a
 # secret's assignment inside another's value (`env: API_KEY=…`) is still seen.
 NAMED_VALUE = re.compile(
-    r"(?<![\w.$@\-])(?=(?P<name>[A-Za-z_][\w.\-]{0,100}?)[\"']?[ \t]*(?::=|=>|=|:)[ \t]*"
-    r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|(?![$\"'])(?=(?P<word>[^\s,;&)}\]\"']+))(?P=word)(?<!:)(?![ \t]*=)))")
+    r"(?:(?<![\w.$@\-])|(?<=\s-D))(?=(?P<name>[A-Za-z_][\w.\-]{0,100}?)[\"']?[ \t]*(?::=|=>|=|:)[ \t]*"
+    r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|(?![$\"'])(?=(?P<word>[^\s\"'`&]+))(?P=word)(?<!:)(?![ \t]*=)))")
 
 
 # The same in words: "the vpn_psk is Psk-…", "smtpPw is now …" (a value shaped like a secret: quoted, or with a digit,
@@ -94,7 +105,8 @@ def is_secret_assignment(match: re.Match[str]) -> bool:
 # Files whose every value is a secret until shown otherwise: dotenv files, Terraform variable files, credentials,
 # keys and keystores, password files, and files named for secrets.
 _SECRET_FILE = re.compile(
-    r"(?:^|[/\\])(?:\.env(?:\.[\w.\-]+)?|[^/\\]*\.env|[^/\\]*\.tfvars(?:\.json)?|credentials(?:\.\w+)?|"
+    r"(?:^|[/\\])(?:\.env(?:\.[\w.\-]+|rc)?|[^/\\]*\.env|[^/\\]*\.tfvars(?:\.json)?|[^/\\]*\.tfstate(?:\.backup)?|"
+    r"credentials(?:\.\w+)?|"
     r"[^/\\]*\.(?:pem|key|p12|pfx|jks|keystore|ppk)|id_(?:rsa|dsa|ecdsa|ed25519)|[._]netrc|\.pgpass|\.npmrc|"
     r"\.pypirc|\.htpasswd|\.git-credentials|[^/\\]*secrets?\.(?:ya?ml|json|toml|ini|conf|properties))$",
     re.IGNORECASE)
@@ -109,8 +121,21 @@ def is_secret_file(path: str) -> bool:
 
 
 def secret_files_in(command: str) -> bool:
-    """Does a shell command name a secret file (`cat .env`, `terraform plan -var-file=prod.tfvars`)?"""
-    return bool(command) and any(is_secret_file(token) for token in _PATH_TOKEN.findall(command[:20_000]))
+    """Does a shell command name a secret file (`cat .env`, `cat .env*`, `terraform plan -var-file=prod.tfvars`), or
+    print secrets from a store of them (`kubectl get secret … | base64 -d`, `vault kv get`, `sops -d`)?"""
+    if not command:
+        return False
+    command = command[:20_000]
+    return bool(_PRINTS_SECRETS.search(command)) or any(is_secret_file(token.rstrip("*?")) for token in
+                                                        _PATH_TOKEN.findall(command))
+
+
+# Commands that print what a store of secrets holds.
+_PRINTS_SECRETS = re.compile(
+    r"\bkubectl\b[^\n|;&]{0,200}?\b(?:get|describe|edit|view-secret)\s+(?:-\S+\s+)*secrets?\b|"
+    r"\bvault\s+(?:kv\s+get|read)\b|\baws\s+secretsmanager\s+get-secret-value\b|"
+    r"\bgcloud\s+secrets\s+versions\s+access\b|\baz\s+keyvault\s+secret\s+show\b|\bop\s+(?:read|item\s+get)\b|"
+    r"\bdoppler\s+secrets\b|\bsops\s+(?:-d|--decrypt)\b|\bcat\s+[^\n|;&]{0,200}?\.tfstate\b")
 
 
 def is_secret_manifest(text: str) -> bool:
