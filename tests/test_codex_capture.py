@@ -282,3 +282,24 @@ def test_a_failed_codex_command_is_an_error_live_and_its_known_fix_comes_back(re
     specific = out.get("hookSpecificOutput") or {}
     assert specific.get("hookEventName") == "PostToolUse" and "pnpm db:rename-orders" in specific["additionalContext"]
     assert set(out) <= ACCEPTED and set(specific) <= SPECIFIC
+
+
+def test_a_live_codex_failure_and_its_import_are_one_memory_and_a_forget_holds(recall, tmp_path):
+    """The live failure (its exit code read from the session file) and an import of that file keep the same text:
+    one error, not two, and once forgotten an import does not bring it back."""
+    payload = {**json.loads((CODEX_FIXTURES / "hook-PostToolUse-Bash.json").read_text()),
+               "transcript_path": str(ROLLOUT)}  # its cwd is the session file's
+    recall.handle_event({"event_id": uuid.uuid4().hex, "received_at": 1_795_857_858.6, "client": "codex",
+                         "payload": payload})
+
+    def failures():
+        return [m for m in recall.select() if m.kind == "error" and "`false`" in m.text]
+
+    assert len(failures()) == 1
+    recall.import_transcripts([ROLLOUT])
+    assert len(failures()) == 1, [m.text for m in failures()]
+    recall.forget([m.id for m in failures()])
+    copy = tmp_path / ROLLOUT.name  # a file not imported before: read again from its first line
+    copy.write_text(ROLLOUT.read_text())
+    report = recall.import_transcripts([copy])
+    assert report.files == 1 and report.entries > 0 and failures() == []

@@ -97,6 +97,26 @@ def test_forgetting_by_id_scrubs_neighbours_and_the_exchange_question(home):
     assert files_holding(home, CODENAME) == []
 
 
+def test_forgetting_a_long_prompt_drops_its_cut_preview_from_the_answer(home):
+    """A prompt longer than its preview is quoted by its answer cut ("head … tail"): that preview goes with it."""
+    from memory_store.core.capture.capture import PROMPT_PREVIEW_CHARS, finish
+
+    recall = open_recall(home, load_models=False)
+    now = time.time()
+    long_prompt = (f"the vault unseal phrase is {CODENAME}, keep it somewhere safe; " + "and some more context " * 30
+                   + "that is all, thanks")
+    preview = finish(long_prompt, PROMPT_PREVIEW_CHARS, keep_ends=True)
+    assert preview != long_prompt and CODENAME in preview
+    prompt = recall.store.record("e0", MemoryDraft(project="/p/a", session_id="s1", kind="prompt", text=long_prompt,
+                                                    created_at=now - 10)).memory_id
+    recall.store.record("e1", MemoryDraft(project="/p/a", session_id="s1", kind="exchange", text="Stored it.",
+                                          created_at=now - 9, meta={"prompt": preview}))
+    recall.forget([prompt])
+    assert recall.store.select_memories(match=CODENAME) == [] and fts_hits(recall, CODENAME) == 0
+    recall.close()
+    assert files_holding(home, CODENAME) == []
+
+
 def test_ids_are_never_reused(home):
     recall = open_recall(home, load_models=False)
     first = [recall.store.record(f"e{i}", MemoryDraft(project="/p/a", kind="prompt", text=f"note {i}",

@@ -9,7 +9,6 @@ changes nothing.
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 import time
 from collections.abc import Callable
@@ -205,10 +204,9 @@ def on_tool(ctx: Context, event: PostToolUse) -> dict:
     if ctx.client == CODEX:
         code = codex_rollouts.exit_code_at_hook(event.transcript_path, event.tool_use_id)
         if code not in (None, 0):
-            output = event.tool_response if isinstance(event.tool_response, str) else json.dumps(event.tool_response)
             failure = PostToolUseFailure.model_validate({**event.model_dump(exclude={"tool_response"}),
                                                          "hook_event_name": "PostToolUseFailure",
-                                                         "error": f"Exit code {code}\n{output}"})
+                                                         "error": codex_rollouts.failure_text(code, event.tool_response)})
             return on_tool_failure(ctx, failure, hook="PostToolUse")
     for n, call in enumerate(in_claude_terms(event)):
         draft = None if recovered(ctx, call) else capture.tool_observation(call, ctx.store.config.capture, ctx.project,

@@ -234,7 +234,8 @@ def _tool_memories(call: tuple[str, Any, float], output: Any, at: float, key: st
         common = {"session_id": session.id, "cwd": session.cwd, "tool_name": tool_name, "tool_input": said["tool_input"]}
         if code not in (None, 0):
             draft = capture.tool_failure(PostToolUseFailure(hook_event_name="PostToolUseFailure",
-                                                            error=said["tool_response"], **common), cfg, "", at)
+                                                            error=failure_text(code, said["tool_response"]), **common),
+                                         cfg, "", at)
         else:
             draft = capture.tool_observation(PostToolUse(hook_event_name="PostToolUse",
                                                          tool_response=said["tool_response"], **common), cfg, "", at)
@@ -250,6 +251,12 @@ def _close_turn(session: _Session, cfg: CaptureConfig) -> list[tuple[str, Memory
     draft = capture.exchange_memory(session.prompt, session.answer, cfg, "", session.id, session.answer_at)
     session.prompt, session.answer = None, ""
     return [(session.prompt_key + ":answer", draft, session.answer_at)]
+
+
+def failure_text(code: int, output: Any) -> str:
+    """A failed command's error as recall keeps it, live (router.on_tool) and imported alike: the same text, so that
+    one failure is one memory, and a forgotten one's tombstone knows it again."""
+    return f"Exit code {code}\n{_outcome(output)[0]}"
 
 
 def _outcome(output: Any) -> tuple[str, int | None]:

@@ -81,8 +81,8 @@ class Upkeep(StoreContract):
                 "SELECT id, meta, text FROM memories WHERE session_id = ? AND project = ? AND kind = 'exchange'",
                 (session_id, project)):
             meta = json.loads(meta_json or "{}")
-            quoted = str(meta.get("prompt") or "").rstrip("…").strip()
-            if quoted and any(quoted in text for text in texts):
+            quoted = str(meta.get("prompt") or "")
+            if quoted.strip() and any(_quotes(quoted, text) for text in texts):
                 meta.pop("prompt")
                 self.db.run("UPDATE memories SET meta = ? WHERE id = ?", (json.dumps(meta, ensure_ascii=False), memory_id))
                 # Its identity without the question: an import of the same answer, which loses the forgotten quote
@@ -166,3 +166,17 @@ class Upkeep(StoreContract):
                            "ORDER BY max(created_at) DESC")
         return [{"project": p, "memories": n, "last_activity": last, "pinned": int(pinned or 0)}
                 for p, n, last, pinned in rows]
+
+
+def _quotes(preview: str, text: str) -> bool:
+    """Is `preview` a preview of `text`: the text itself, or its pieces in order where a long one was cut ("head …
+    tail")?"""
+    at = 0
+    for piece in (part.strip() for part in preview.split("…")):
+        if not piece:
+            continue
+        found = text.find(piece, at)
+        if found < 0:
+            return False
+        at = found + len(piece)
+    return at > 0
