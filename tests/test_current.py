@@ -209,6 +209,30 @@ def test_a_memory_that_cannot_be_read_stops_no_other_reading(demo):
     assert "memory_unreadable" in log and f'"memory": {broken}' in log
 
 
+def test_no_chain_of_observations_joins_two_files_settings_or_two_commands_variables(demo):
+    """Sameness is a chain: a statement whose words fit the settings of two files, a statement about a variable, two
+    edits read without their files: none of them makes two things one."""
+    turn(demo, "write the deploy configs", "Done.", [write(demo, "deploy/postgres.yaml", "service:\n  port: 5432\n")])
+    turn(demo, "what port does the service listen on?", "The service port is 8080.")
+    turn(demo, "add redis", "Done.", [write(demo, "deploy/redis.yaml", "service:\n  port: 6379\n")])
+    assert value_of(demo, "deploy/postgres.yaml#service.port") == {"5432"}
+    assert value_of(demo, "deploy/redis.yaml#service.port") == {"6379"}
+
+    turn(demo, "start both services", "Both are up.", [
+        bash("API_PORT=8081 pnpm --dir services/api start", "api listening on 8081", "Start the API"),
+        bash("API_PORT=3000 pnpm --dir services/web dev", "ready on http://localhost:3000", "Start the web app")])
+    turn(demo, "which port is the api on?", "The api port is 8081.")
+    ports = {item.subject: item.value for item in current(demo, "fact") if item.subject.startswith("env:api_port@")}
+    assert ports == {"env:api_port@pnpm start @services/api": "8081", "env:api_port@pnpm dev @services/web": "3000"}
+
+    # Edits whose files were gone when they were read: one key in two files is two settings.
+    turn(demo, "tune the timeouts", "Done.", [
+        edit(demo, "ops/gateway.toml", "read_timeout_s = 5", "read_timeout_s = 7", ""),
+        edit(demo, "ops/worker.toml", "read_timeout_s = 30", "read_timeout_s = 45", "")])
+    timeouts = {item.file: item.value for item in current(demo, "fact") if item.name.endswith("read_timeout_s")}
+    assert timeouts == {"ops/gateway.toml": "7", "ops/worker.toml": "45"}
+
+
 def test_a_report_and_a_count_in_passing_are_no_facts(demo):
     turn(demo, "status of the batch?", "The 10 checks for paraA are finished. The 40 checks for midkill are still "
                                        "running; users get the summary three times a day.")

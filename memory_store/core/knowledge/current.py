@@ -73,6 +73,7 @@ class Around:
 
     unique_names: set[str]  # the names said in words that fit exactly one file's setting
     told: set[frozenset[int]]  # a statement and the one write of its session whose change it tells of
+    ambiguous: set[int]  # values said in words whose words fit the settings of two files or more
 
 
 def same_thing(a: Knowledge, b: Knowledge, around: Around | None = None) -> bool:
@@ -82,20 +83,20 @@ def same_thing(a: Knowledge, b: Knowledge, around: Around | None = None) -> bool
         return False
     if a.kind == "procedure":  # one program and place; options that pick another target make another job
         return a.subject == b.subject and commands.selectors(a.value) == commands.selectors(b.value)
-    if a.subject == b.subject:
-        return True
-    if a.kind != "fact":
-        return False
     ka, kb = _sort(a), _sort(b)
+    if a.subject == b.subject:  # a name said (or an edit read) without its file: of one file, if both say
+        return ka != subjects.NAME or not a.file or not b.file or a.file == b.file
+    if a.kind != "fact" or subjects.ENV in (ka, kb):
+        return False  # a variable is its command's alone
     if ka == kb == subjects.WORDS:
         return _kinds_agree(a, b) and _words_alike(subjects.bag(a.subject), subjects.bag(b.subject))
     if subjects.WORDS in (ka, kb):
         words_item, named_item = (a, b) if ka == subjects.WORDS else (b, a)
         if around is not None and frozenset((a.id, b.id)) in around.told:
             return True
+        if around is not None and words_item.id in around.ambiguous and not words_item.file:
+            return False  # "the service port is 8080": of postgres.yaml or of redis.yaml?
         return _name_in_words(named_item, subjects.bag(words_item.subject), words_item.file)
-    if subjects.ENV in (ka, kb):
-        return False  # a variable is its command's alone
     if ka == kb == subjects.FILE:
         return False  # two files, or two settings of one file (the same setting is the same subject)
     if ka == kb == subjects.NAME:  # two said in words (or edits read without their file): of one file, if any
@@ -214,6 +215,7 @@ def _around(items: Iterable[Knowledge]) -> Around:
             unique.add(said)
     written = [k for k in items if k.kind == "fact" and k.source in WRITES and k.modality == "set"]
     told: set[frozenset[int]] = set()
+    ambiguous: set[int] = set()
     for statement in items:
         if not statement.subject.startswith(subjects.WORDS):
             continue
@@ -221,7 +223,9 @@ def _around(items: Iterable[Knowledge]) -> Around:
         settings = {k.subject: k for k in written if _tells_of(statement, k, words)}
         if len(settings) == 1:
             told.add(frozenset((statement.id, next(iter(settings.values())).id)))
-    return Around(unique, told)
+        if len({k.file for k in files if _name_in_words(k, words, "")}) > 1:
+            ambiguous.add(statement.id)
+    return Around(unique, told, ambiguous)
 
 
 def _tells_of(said: Knowledge, write: Knowledge, words: set[str]) -> bool:
