@@ -276,6 +276,13 @@ def test_decisions_are_stored_listed_revoked_and_never_made_of_questions(demo, h
     assert "never run migrations by hand" in out and "squash" not in out and "retry payment" not in out
 
 
+def test_a_report_in_a_rules_words_takes_no_rule_back(demo):
+    turn(demo, "the caches go stale after deploys", "Rule from now on: always restart the worker after every deploy, "
+         "because its caches go stale otherwise.")
+    turn(demo, "prod is down", "The worker stopped running after the deploy because the disk filled up.")
+    assert ["restart the worker" in item.text for item in current(demo, "decision")] == [True]
+
+
 def test_before_an_edit_a_question_or_a_revoked_rule_is_not_shown_as_a_rule(demo):
     path = "config/horizon.php"
     turn(demo, f"should {path} never set a timeout above retry_after because jobs run twice?",

@@ -81,11 +81,18 @@ _COPULA = re.compile(r"\b(?:(?:is|are|stays|remains)(?:\s+(?:now|currently|still
 _PRONOUN_SUBJECT = re.compile(r"\b(?:it|this|that|they|these|those|both|which)\b(?:'s)?\s+(?:\w+\s+){0,2}$", re.I)
 _TO = re.compile(r"\bto\s+(?:(?:the|a|an)\s+)?(?:[A-Za-z][\w\-]{0,20}\s+){0,2}$", re.IGNORECASE)
 _FROM = re.compile(r"\bfrom\s+(?:(?:the|a|an)\s+)?(?:[A-Za-z][\w\-]{0,20}\s+){0,2}$", re.IGNORECASE)
+# What a value said to have been comes after ("was 7 days", "ran on port 8123", "got 5 attempts").
+_PAST = re.compile(r"\b(?:was|were|used to be|had been|had|ran|got|took|lasted|kept)\s+"
+                   r"(?:(?:set\s+)?(?:to|at|on|for|every|about|around)\s+)?(?:[A-Za-z][\w\-]{0,20}\s+){0,2}$", re.I)
 _WAS = re.compile(r"\((?:was|previously|formerly|before:?|from)\s+(?P<old>[^()\n]{1,40})\)", re.IGNORECASE)
 
 # The modality of a clause.
 _QUESTION_START = re.compile(r"^\W*(?:what|which|how|why|when|where|who|whose|should|shall|could|can|would|do|does|"
                              r"did|is|are|was|were|have|has|any|might|may|will|whether)\b", re.IGNORECASE)
+# A user's question typed without "?": "did we move it to 9090", "is it true that …", "can you check whether …" (a
+# user's "can you set it to 30" is a request, which sets the value).
+_USERS_QUESTION = re.compile(r"^\W*(?:did|does|do|is|are|was|were|has|have|had|isn't|aren't|didn't|doesn't|wasn't)\s"
+                             r"|\b(?:whether|is it true|do you know if|do we know if|not sure if)\b", re.IGNORECASE)
 _HEDGE = re.compile(r"\b(?:could|might|maybe|perhaps|possibly|consider(?:ing)?|suggest(?:s|ed|ion)?|"
                     r"propos(?:e|es|ed|al)|option(?:ally)?|alternatively|what about|how about|i'd|we'd|would|"
                     r"thinking (?:of|about)|plan(?:ning)? to|going to|i'll|i will|let me|let's see|if|in case|unless|"
@@ -99,7 +106,8 @@ _NOT_DECIDED = re.compile(r"\b(?:didn't|did not|haven't|have not|hasn't|has not|
 _REVOKED = re.compile(r"\b(?:(?:we|you|i|they|the team|nobody)(?:'ll|'re)?\s+(?:do\s+|will\s+|can\s+|should\s+|are\s+)?"
                       r"no longer|no longer (?:required|allowed|needed|necessary|mandatory|enforced|appl(?:y|ies)|"
                       r"have to|has to|must|a rule|the rule)|(?:don't|do not|no need to|needn't)\b[^.;]{0,40}\bany ?more|"
-                      r"stop(?:ped)? (?:doing|using|requiring|running|enforcing)|drop(?:ped)? the (?:rule|requirement|"
+                      r"(?:(?:we|you|i|they|the team)\s+(?:have\s+|had\s+)?stopped|^\W*stop)\s+"
+                      r"(?:doing|using|requiring|running|enforcing)|drop(?:ped)? the (?:rule|requirement|"
                       r"policy|convention|restriction)|lift(?:ed)? the|scrap(?:ped)?|revert(?:ed)? the (?:rule|decision|"
                       r"policy)|abandon(?:ed)?|retire(?:d)? the|(?:is|are) (?:allowed|fine|ok) again|"
                       r"ignore the (?:old )?rule|forget (?:about )?the rule)\b", re.IGNORECASE)
@@ -185,7 +193,8 @@ def value_of(raw: str) -> str:
 
 def _of_sentence(sentence: str, user: bool, before: list[str]) -> list[Said]:
     shown = sentence[:320]
-    asked = sentence.rstrip().endswith("?") or bool(_QUESTION_START.match(sentence) and not user)
+    asked = sentence.rstrip().endswith("?") or bool(_QUESTION_START.match(sentence) and not user) or bool(
+        user and _USERS_QUESTION.search(sentence))
     how_to = _how_to(sentence, shown, asked)
     if how_to is not None:
         return [how_to]
@@ -272,9 +281,13 @@ def _in_words(clause: str, shown: str, asked: bool, user: bool, subject_before: 
     something is ("the timeout is 30 s")."""
     change = _CHANGE.search(clause)
     now = _NOW.search(clause)
+    past = ""  # a value said to be the old one ("the retention was 7 days, now it's 30 days")
     for match in islice(_VALUE.finditer(clause), VALUES_PER_CLAUSE):
         before = clause[:match.start()]
         near = before[-NEAR_VALUE_CHARS:]  # the patterns below end at the value: each value costs the same
+        if _PAST.search(near):
+            past = past or value_of(match.group(0))
+            continue
         by_change = bool(change and change.end() <= match.start() and _TO.search(before[change.end():][-NEAR_VALUE_CHARS:]))
         if not (by_change or _COPULA.search(near) or (now and not _FROM.search(near))):
             continue
@@ -295,7 +308,7 @@ def _in_words(clause: str, shown: str, asked: bool, user: bool, subject_before: 
             frm = re.search(rf"\bfrom\s+(?:(?:the|a|an)\s+)?(?:[A-Za-z][\w\-]{{0,20}}\s+){{0,2}}(?P<old>{VALUE})",
                             clause[start:match.start()])
             old = frm.group("old") if frm else ""
-        old = value_of(old or _old_in(clause[match.end():]))
+        old = value_of(old or _old_in(clause[match.end():]) or past)
         modality = _modality(clause, before, asked, True)
         if user and modality == "proposed" and not _HEDGE.search(clause.replace("let's", "")):
             modality = "stated"
@@ -327,8 +340,10 @@ def _decision(sentence: str, shown: str, asked: bool) -> Said | None:
     return Said("decision", "asked" if asked else rule_modality(sentence), shown, about=rule_words(sentence))
 
 
-# "0.6.0 never confirmed itself", "the check never fired for a window": what happened, told with a rule's words.
-REPORTED = re.compile(r"\b(?:never|always)\s+(?:\w+ly\s+)?\w{3,}ed\b", re.IGNORECASE)
+# What happened or may have, told with a rule's words: "0.6.0 never confirmed itself", "the check never fired",
+# "never mind", "they must have changed the format", "it has to be the cache".
+REPORTED = re.compile(r"\b(?:never|always)\s+(?:\w+ly\s+)?\w{3,}ed\b|\bnever\s+mind\b|\bmust(?:'ve|\s+have)\s+\w+|"
+                      r"\b(?:has|have)\s+to\s+be\b", re.IGNORECASE)
 
 
 def is_rule(sentence: str) -> bool:
