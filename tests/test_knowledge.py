@@ -100,6 +100,7 @@ def said(text, user=False):
     ("set the sync interval to 45 s", "45 s", ""),
     ("The retention was 7 days, now it's 30 days.", "30 days", "7 days"),  # the old value first, then the new
     ("Webhook deliveries got 5 attempts, they now get 8 attempts.", "8 attempts", "5 attempts"),
+    ("Audit logs are kept for 14 days now.", "14 days", ""),  # "kept" here is no past
     ("The default render distance is 10 chunks now; the slider still reaches 32.", "10 chunks", ""),
 ])
 def test_a_value_said_in_words_is_stated(text, value, old):

@@ -82,7 +82,7 @@ _PRONOUN_SUBJECT = re.compile(r"\b(?:it|this|that|they|these|those|both|which)\b
 _TO = re.compile(r"\bto\s+(?:(?:the|a|an)\s+)?(?:[A-Za-z][\w\-]{0,20}\s+){0,2}$", re.IGNORECASE)
 _FROM = re.compile(r"\bfrom\s+(?:(?:the|a|an)\s+)?(?:[A-Za-z][\w\-]{0,20}\s+){0,2}$", re.IGNORECASE)
 # What a value said to have been comes after ("was 7 days", "ran on port 8123", "got 5 attempts").
-_PAST = re.compile(r"\b(?:was|were|used to be|had been|had|ran|got|took|lasted|kept)\s+"
+_PAST = re.compile(r"\b(?:was|were|used to be|had been|had|ran|got|took|lasted)\s+"
                    r"(?:(?:set\s+)?(?:to|at|on|for|every|about|around)\s+)?(?:[A-Za-z][\w\-]{0,20}\s+){0,2}$", re.I)
 _WAS = re.compile(r"\((?:was|previously|formerly|before:?|from)\s+(?P<old>[^()\n]{1,40})\)", re.IGNORECASE)
 
