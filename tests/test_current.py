@@ -233,6 +233,27 @@ def test_no_chain_of_observations_joins_two_files_settings_or_two_commands_varia
     assert timeouts == {"ops/gateway.toml": "7", "ops/worker.toml": "45"}
 
 
+def test_a_setting_changed_more_often_than_a_read_holds_is_current_as_last_set(demo):
+    """Past the observations one lookup reads (storage/knowledge.py READ_LIMIT), what goes is the oldest history."""
+    from memory_store.core.knowledge import current as engine
+    from memory_store.core.records import KnowledgeDraft, MemoryDraft
+    from memory_store.core.storage.knowledge import READ_LIMIT
+
+    store, project = demo.recall.store, project_for(demo.path)
+    for n in range(READ_LIMIT + 50):
+        at = demo.clock + n
+        memory = store.record(f"set-{n}", MemoryDraft(project=project, kind="tool", text=f"Edit config/app.toml: {n}",
+                                                      created_at=at)).memory_id
+        store.knowledge.replace(memory, project, "s", at, [KnowledgeDraft(
+            kind="fact", subject="file:config/app.toml#workers", name="workers", value=str(n), modality="set",
+            source="edit", file="config/app.toml", text=f"workers = {n} (config/app.toml)")])
+    newest = store.knowledge.listed(project, ["fact"], 1)
+    [answer] = engine.resolve(store.knowledge, project, newest)
+    assert answer.item.value == str(READ_LIMIT + 49)
+    [oldest] = engine.resolve(store.knowledge, project, store.knowledge.items([1]))
+    assert oldest.item.value == str(READ_LIMIT + 49)
+
+
 def test_a_report_and_a_count_in_passing_are_no_facts(demo):
     turn(demo, "status of the batch?", "The 10 checks for paraA are finished. The 40 checks for midkill are still "
                                        "running; users get the summary three times a day.")

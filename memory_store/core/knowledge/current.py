@@ -340,5 +340,12 @@ class Pool:
         return [k for leaf in leaves for k in self._by_leaf.get(leaf, []) if k.project == project]
 
     def worded(self, project: str, terms: Sequence[str], kinds: Sequence[str], limit: int) -> list[Knowledge]:
-        found = {k.id: k for term in terms for k in self._by_word.get(term, []) if k.project == project and k.kind in kinds}
-        return list(found.values())[:limit]
+        """Those holding the most of `terms` first, then the newest (the store ranks its full-text matches alike)."""
+        shared: dict[int, int] = {}
+        found: dict[int, Knowledge] = {}
+        for term in terms:
+            for k in self._by_word.get(term, []):
+                if k.project == project and k.kind in kinds:
+                    found[k.id] = k
+                    shared[k.id] = shared.get(k.id, 0) + 1
+        return sorted(found.values(), key=lambda k: (-shared[k.id], -k.created_at, -k.id))[:limit]

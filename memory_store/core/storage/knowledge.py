@@ -111,8 +111,10 @@ class KnowledgeTable:
 
     # --- reading (core/knowledge/current.py Observations, and the surfaces) ---------------------------------------
 
-    def _select(self, where: str, args: Sequence, order: str = "k.created_at, k.id", limit: int = READ_LIMIT
+    def _select(self, where: str, args: Sequence, order: str = "k.created_at DESC, k.id DESC", limit: int = READ_LIMIT
                 ) -> list[Knowledge]:
+        # The newest first: past the limit, what goes is the oldest history, never what is current (the engine
+        # orders what it reads itself).
         return [knowledge_of(r) for r in self.db.all(f"SELECT {COLUMNS} FROM {FROM} WHERE {where} ORDER BY {order} "
                                                      "LIMIT ?", [*args, limit])]
 
