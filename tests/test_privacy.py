@@ -124,6 +124,18 @@ def test_each_secret_kind_is_redacted(redact_corpus):
     assert clean(out) == out  # idempotent: the worker and the hook may both apply it
 
 
+@pytest.mark.parametrize("redact_corpus", SECRETS, ids=[s[0] for s in SECRETS])
+@pytest.mark.parametrize("said", ["rejected credentials: {}", "please use this (a kind): {}", "deploy --creds '{}'",
+                                  "Configured it with {} as you asked."])
+def test_each_secret_is_redacted_in_what_surrounds_it(redact_corpus, said):
+    """The hooks see a secret inside a sentence: one rule may take part of it ('credentials: <user>: <pw>' stops at a
+    comma), and the rest must still go."""
+    _, text, value = redact_corpus
+    out = clean(said.format(text))
+    assert value not in out
+    assert clean(out) == out
+
+
 @pytest.mark.parametrize("command", ["cat .env*", "cat .envrc", "cat infra/terraform.tfstate",
                                      "kubectl -n prod get secret db-creds -o jsonpath='{.data.dsn}' | base64 -d",
                                      "vault kv get secret/payments", "sops -d k8s/secrets.enc.yaml"])

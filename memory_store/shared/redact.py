@@ -108,14 +108,20 @@ def _redact_named(text: str) -> str:
     done = 0
     for match in matches:
         start, end = match.span("value")
-        if start < done or match.group("value").strip("'\"").startswith(MARKER_PREFIX) or \
-                not is_secret_assignment(match):
+        if start < done or _is_marker(match.group("value")) or not is_secret_assignment(match):
             continue
         value = match.group("value")
         quote = value[0] if value[:1] in ("'", '"') and len(value) > 1 else ""
         kept += [text[done:start], f"{quote}{marker('credential')}{quote}"]
         done = end
     return "".join(kept) + text[done:] if kept else text
+
+
+def _is_marker(value: str) -> bool:
+    """A value that is one marker: already redacted. A marker with more after it ("[REDACTED:stated-secret],w0rd!x",
+    where a prose rule stopped at a comma) is not: the rest of the value goes too."""
+    value = value.strip("'\"")
+    return value.startswith(MARKER_PREFIX) and value.endswith("]") and value.count("]") == 1
 
 
 def secret_kinds(text: str) -> list[str]:
