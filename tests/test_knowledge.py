@@ -181,6 +181,8 @@ def test_reading_statements_stays_linear_on_hostile_text():
     for text in ("1," * 10_000, "set it to " * 3_000, "a_b = 1 " * 3_000, "x is now 5 " * 2_000, "`" * 20_000,
                  "the " * 5_000 + "timeout is 30", *HOSTILE_SENTENCES, "Sign here: " + "_" * 60 + " and date it."):
         statements.statements(text)
+    for output in ("\n" * 40_000, " \n" * 20_000, "error" * 40_000):  # a command's output, read for a failure
+        commands.worked(output)
     assert time.monotonic() - started < 10
 
 

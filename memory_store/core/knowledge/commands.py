@@ -39,7 +39,7 @@ _NAMED_VALUE = re.compile(r"[A-Za-z][\w.:/\-]{0,60}")  # a name as an option's v
 # What an output says when a command that exited 0 did not work (or a shell swallowed its exit code).
 FAILED_OUTPUT = re.compile(
     r"(?<![\w.])[1-9]\d{0,5} (?:failed|failing|failures?|errors?|broken)\b|\bFAIL(?:ED|URE|S)?\b(?!=)|"
-    r"(?im:^\s*(?:error|fatal|panic)(?:\[\w{1,10}\])?:)|Traceback \(most recent call last\)|"
+    r"(?im:^[ \t]*(?:error|fatal|panic)(?:\[\w{1,10}\])?:)|Traceback \(most recent call last\)|"
     r"\bexit(?:ed)? (?:with )?(?:code|status) [1-9]|\bcommand not found\b|\bNo such file or directory\b|npm ERR!|"
     r"\bBUILD FAILED\b|\bSegmentation fault\b|\bUnhandled exception\b|\bException in thread\b|\[Request interrupted")
 
