@@ -216,11 +216,12 @@ def brief_lines(store: Store, project: str, shown: set[int], now: float) -> str:
     lead of changed values, each episode by its opening, an open question): a sentence its cut line left out may be
     said again."""
     limit = brief_item_chars(store)
-    lines = [item.text for item in _knowledge_lead(store, project, now, None) if item.id in shown]
-    for memory in store.get(sorted(shown)):
-        lines.append(memory.text if memory.kind == "prompt" else
-                     inject.episode_item(turns.episode(store, memory), set(), limit).text)
-    return " ".join(" ".join(cap_readable(line, limit).split()) for line in lines)
+    items = [item for item in _knowledge_lead(store, project, now, None) if item.id in shown]
+    for memory in sorted(store.get(sorted(shown)), key=lambda m: (m.created_at, m.id)):
+        items.append(inject.Item(memory.id, "", memory.created_at.timestamp(), memory.text) if memory.kind == "prompt"
+                     else inject.episode_item(turns.episode(store, memory), set(), limit))
+    block, _ = render_brief(store, items, BRIEF_TITLE, now)  # as the brief was cut to its budget
+    return " ".join(block.split())
 
 
 def brief_item_chars(store: Store) -> int:
