@@ -21,6 +21,10 @@ from ..shared.wire import DATABASE_URL_ENV, DISABLE_ENV
 SERVER_NAME = "recall"
 # Codex starts an MCP server with a few variables of its own only: these reach recall's as they reach its hooks.
 PASSED_TO_SERVER = ("RECALL_HOME", "RECALL_PYTHON", DATABASE_URL_ENV, DISABLE_ENV)
+# Codex gives an MCP server 10 s to answer `initialize`, then drops it for the session. recall's starts in about 1 s,
+# but on a loaded 2-core machine (a worker embedding, the session's hooks starting) it took longer, and the session
+# had no recall tools. Waiting longer costs nothing when the server is quick.
+SERVER_STARTUP_SECONDS = 30
 
 
 class CodexConfigError(RuntimeError):
@@ -41,7 +45,8 @@ def recall_block(mcp: list[str], trust: dict[str, str]) -> str:
     """recall's block: its MCP server (this command line) and a trust entry per hook ({key: hash})."""
     lines = [BLOCK_START, f"[mcp_servers.{SERVER_NAME}]", f"command = {toml_string(mcp[0])}",
              "args = [" + ", ".join(toml_string(arg) for arg in mcp[1:]) + "]",
-             "env_vars = [" + ", ".join(toml_string(name) for name in PASSED_TO_SERVER) + "]"]
+             "env_vars = [" + ", ".join(toml_string(name) for name in PASSED_TO_SERVER) + "]",
+             f"startup_timeout_sec = {SERVER_STARTUP_SECONDS}"]
     for key, digest in trust.items():
         lines += ["", f"[hooks.state.{toml_string(key)}]", f"trusted_hash = {toml_string(digest)}"]
     return "\n".join([*lines, BLOCK_END]) + "\n"

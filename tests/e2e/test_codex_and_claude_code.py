@@ -156,7 +156,9 @@ def test_a_fact_learned_in_claude_code_reaches_a_codex_session_of_another_clone(
     blocks = MEMORY_BLOCK_RE.findall(developer)
     assert any("--batch-size 250" in block for block in blocks), developer[-3000:]
     print("Codex request, developer message:", json.dumps(next(b for b in blocks if "--batch-size 250" in b)))
-    assert any(t.get("name") == "mcp__recall" for t in mock.requests[-1].get("tools", [])), "no recall MCP tools"
+    session = machine.runs[-1]
+    assert any(t.get("name") == "mcp__recall" for t in mock.requests[-1].get("tools", [])), \
+        f"no recall MCP tools:\n{session.stderr[-3000:]}"
 
 
 def test_a_fact_told_in_codex_is_kept_as_codex_and_injected_once_into_a_later_codex_session(machine, mock):
