@@ -428,3 +428,33 @@ def test_a_newer_reading_reads_every_memory_again(demo):
         store.db.run("UPDATE knowledge_reading SET version = ?", (extract.READING - 1,))
     assert jobs.learn_pending(store) == len(demo.recall.select(project=project_for(demo.path)))
     assert [item.value for item in current(demo, "fact")] == ["5 attempts"]
+
+
+def test_one_hook_reads_each_lookup_of_observations_once(demo):
+    """A prompt resolves its shown memories' statements and its matching facts: one thing's lookups are read from the
+    store once per hook (knowledge/current.py reads_once), and again in the next."""
+    from memory_store.core.knowledge import current as engine
+
+    write(demo, "config/app.toml", "[server]\nport = 8123\nworkers = 4\n")
+    turn(demo, "the dev server moved from port 8123 to 9090", "Noted: 9090.")
+    store, project = demo.recall.store, project_for(demo.path)
+    demo.recall.embed_pending()
+    items = store.knowledge.listed(project, ["fact"])
+    reads: list[str] = []
+
+    class Counted:
+        def __getattr__(self, name):
+            def read(*args):
+                reads.append(name)
+                return getattr(store.knowledge, name)(*args)
+            return read
+
+    counted = Counted()
+    alone = engine.resolve(counted, project, items)
+    read_alone = len(reads)
+    assert read_alone > 0
+    reads.clear()
+    with engine.reads_once():
+        twice = [engine.resolve(counted, project, items), engine.resolve(counted, project, items[::-1])]
+    assert len(reads) <= read_alone  # the second resolve read nothing
+    assert {a.item.id for a in twice[0]} == {a.item.id for a in twice[1]} == {a.item.id for a in alone}

@@ -39,6 +39,7 @@ from .capture.hook_events import (
 )
 from .diagnostics import alerts
 from .injection import actions, compaction, inject, tiers
+from .knowledge import current
 from .records import MemoryDraft
 from .retrieval import gate, search
 from .stages import stage
@@ -368,7 +369,8 @@ def handle_event(store: Store, models: Models, envelope: dict, *, respond: bool 
     store.note_project_path(project, root, at)
     if keeps_memories_from(store, event.agent_id):
         respond = False
-    return handler(Context(store, models, event_id, at, project, root, respond, client), event)
+    with current.reads_once():
+        return handler(Context(store, models, event_id, at, project, root, respond, client), event)
 
 
 def keeps_memories_from(store: Store, agent_id: str | None) -> bool:

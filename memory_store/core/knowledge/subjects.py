@@ -16,6 +16,7 @@ dot, and the words inside a segment joined by `_` however they were written (`Le
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from ..terms import STOPWORDS, normalize_term, words
 
@@ -34,11 +35,12 @@ def normalize_name(name: str) -> str:
     return ".".join(part for part in parts if part)
 
 
-def name_words(name: str) -> list[str]:
+@lru_cache(maxsize=8192)  # sameness asks it of the same names thousands of times per prompt (current.py _around)
+def name_words(name: str) -> tuple[str, ...]:
     """The words of a setting's name: `PUSH_WORKER_CONCURRENCY` → push, worker, concurrency; `maxRetryCount` → max,
     retry, count (light-stemmed, as a question's words are)."""
-    return [normalize_term(word) for part in _SEPARATORS.split(name) for word in _segment(part).split("_")
-            if len(word) > 1]
+    return tuple(normalize_term(word) for part in _SEPARATORS.split(name) for word in _segment(part).split("_")
+            if len(word) > 1)
 
 
 def word_set(text: str) -> list[str]:

@@ -103,18 +103,20 @@ def _as_current(store: Store, project: str, found: list[Found], exclude_sources:
     replaced; a rule taken back since goes, and so does what this session was already shown."""
     scores = {f.item.id: f for f in found}
     shown: list[Found] = []
-    for answer in current.resolve(store.knowledge, project, [f.item for f in found]):
-        best = max((scores[k.id] for k in answer.found if k.id in scores), key=lambda f: f.score)
+    # The matches come best first, and a thing ranks by the first of its matches: once MAX_SHOWN are kept, or a
+    # match falls below the best by more than RUNNER_UP_MARGIN, no thing read after could be shown.
+    for answer in current.answers_of(store.knowledge, project, [f.item for f in found]):
+        best = scores[answer.found[0].id]
+        if shown and best.score < shown[0].score - RUNNER_UP_MARGIN:
+            break
         if not answer.standing or answer.item.source_id in exclude_sources:
             continue
         why = best.why if answer.item.id == best.item.id else \
             f"{best.why}; #{answer.item.id} is what is current about it"
-        shown.append(Found(answer.item, best.score, why, answer.history[:MAX_REPLACED_SHOWN],
-                           answer.written.file if answer.written else ""))
-    shown = _distinct(shown)
-    if shown:
-        top = shown[0].score
-        shown = [f for f in shown if f.score >= top - RUNNER_UP_MARGIN][:MAX_SHOWN]
+        shown = _distinct([*shown, Found(answer.item, best.score, why, answer.history[:MAX_REPLACED_SHOWN],
+                                         answer.written.file if answer.written else "")])
+        if len(shown) >= MAX_SHOWN:
+            break
     return shown
 
 
