@@ -40,10 +40,9 @@ class BackgroundWork:
         """Count the common words of big projects ahead of the prompts that need them; returns how many."""
         return self.store.count_common_words()
 
-    def learn_round(self, between: Callable[[], object] | None = None) -> int:
-        """Read what one batch of new memories teaches and is tied to (core/jobs.py), calling `between` before each;
-        returns how many were read."""
-        return jobs.learn_pending(self.store, max_batches=1, between=between)
+    def learn_round(self) -> int:
+        """Read what one batch of new memories teaches and is tied to (core/jobs.py); returns how many were read."""
+        return jobs.learn_pending(self.store, max_batches=1)
 
     def embed_round(self, embedder: Embedder) -> int:
         """Embed one batch of the queue; returns how many were embedded (0: the queue is empty)."""

@@ -29,12 +29,10 @@ FAILURE_LOOKBACK_SECONDS = 1800.0  # a command's failures this long before it wo
 _WORDS = re.compile(r"[^\W_]+")
 
 
-def learn_pending(store: Store, batch: int = LEARN_BATCH, max_batches: int | None = None,
-                  between: Callable[[], object] | None = None) -> int:
+def learn_pending(store: Store, batch: int = LEARN_BATCH, max_batches: int | None = None) -> int:
     """Read what queued memories teach (core/knowledge/extract.py) and what they are tied to (capture/ties.py), from
     what each memory holds, and write both in place of any earlier reading; returns how many memories were read.
-    The reading happens outside the write transaction: a hook waits for the writes only. `between` is called before
-    each memory is read (the worker's: wait while a hook is answered)."""
+    The reading happens outside the write transaction: a hook waits for the writes only."""
     if not store.read_only:
         store.knowledge.read_with(extract.READING)
     done = batches = 0
@@ -44,8 +42,6 @@ def learn_pending(store: Store, batch: int = LEARN_BATCH, max_batches: int | Non
             break
         read = []
         for memory in store.get(ids):
-            if between is not None:
-                between()
             try:
                 asked, failures = _turn_of(store, memory)
                 read.append((memory, extract.observations(memory, asked, failures), ties.of_memory(memory)))

@@ -98,7 +98,7 @@ def _rounds(worker, background: BackgroundWork, embedder: Embedder | None) -> No
             if now - last_counts > WARM_EVERY_SECONDS:  # first thing, and then whether or not there is a backlog
                 last_counts = now
                 background.count_common_words()
-            done = background.learn_round(worker.wait_while_answering)  # first: it is embedded with them
+            done = background.learn_round()  # what new memories teach first: it is embedded with them
             done += background.embed_round(embedder) if embedder is not None else 0
             if not done and now - last_prune > PRUNE_EVERY_SECONDS:
                 last_prune = now

@@ -50,7 +50,6 @@ from .sessions import OpenSessions
 # many facts took 100-290 ms instead of 30-60 (the latency bench's p95 166 ms). At 1 ms the request gets it back at
 # once; the background's work is the same.
 GIL_SWITCH_SECONDS = 0.001
-BACKGROUND_YIELD_SECONDS = 2.0
 WATCH_INTERVAL = 2.0  # seconds between idle/ownership checks (less for a shorter idle timeout)
 
 
@@ -65,10 +64,6 @@ class Worker:
         self.started = time.time()
         self.last_request = time.monotonic()  # any request: the idle exit counts from the last one
         self.last_work = self.last_request  # a hook or a search: background embedding waits for a quiet moment
-        self.answering = 0  # requests being answered now (not probes): the background's reading pauses meanwhile
-        self.none_answering = threading.Event()
-        self.none_answering.set()
-        self._answering_lock = threading.Lock()
         self.sessions = OpenSessions()  # the Claude Code processes served: no idle exit while one runs
         self.stop_event = threading.Event()
         self.work_event = threading.Event()  # something new to embed
@@ -94,26 +89,8 @@ class Worker:
             return protocol.encode({"ok": False, "error": "bad token"})
         self.last_request = time.monotonic()
         op = message.get("op")
-        if op in ("health", "drain"):  # a probe asks for no time: polling one must not hold the embedding back
-            return self._answer(op, message, body)
-        self.last_work = self.last_request
-        with self._answering_lock:
-            self.answering += 1
-            self.none_answering.clear()
-        try:
-            return self._answer(op, message, body)
-        finally:
-            with self._answering_lock:
-                self.answering -= 1
-                if not self.answering:
-                    self.none_answering.set()
-
-    def wait_while_answering(self) -> None:
-        """The background's reading, between two memories: it waits while a request is answered (both are Python,
-        and share one interpreter lock), at most BACKGROUND_YIELD_SECONDS so that it never starves."""
-        self.none_answering.wait(BACKGROUND_YIELD_SECONDS)
-
-    def _answer(self, op, message: dict, body: bytes) -> bytes:
+        if op not in ("health", "drain"):  # a probe asks for no time: polling one must not hold the embedding back
+            self.last_work = self.last_request
         if op == "hook":
             self.sessions.heard_from(message.get("claude_pid"))
             return self.hook(message, body)
