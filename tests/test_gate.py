@@ -333,6 +333,15 @@ def test_the_worker_begins_a_prompts_embedding_before_the_event_is_checked_and_s
     ("which linter do we use?", "project"),
     ("why did the deploy fail on friday?", "project"),
     ("the build is red again", "statement"),
+    # general knowledge: a technology named as the setting, when to choose one thing over another, how two differ
+    ("in Svelte, what is the point of a keyed each block?", "general"),
+    ("when should I reach for a CTE rather than a subquery?", "general"),
+    ("how does a rebase differ from a merge?", "general"),
+    ("what is an nginx upstream block useful for?", "general"),
+    ("what does tar's -z flag do exactly?", "general"),
+    # … unless the question is ours: "we", "our", "now" stay project markers inside those forms
+    ("when should we rotate the signing keys instead of waiting for expiry?", "project"),
+    ("in staging, which port does the api listen on now?", "project"),
 ])
 def test_intent_reads_the_form_of_a_prompt(prompt, kind):
     assert intent.classify(prompt).kind == kind

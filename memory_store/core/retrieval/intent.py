@@ -53,6 +53,7 @@ PROJECT_MARKERS = re.compile(
     r"where (?:do|does|is|are|'s|did)|where's)\b",
     re.IGNORECASE,
 )
+ADVICE = re.compile(r"should i|can i|may i", re.IGNORECASE)  # PROJECT_MARKERS that ask for advice ("we" is ours)
 PAST_TENSE = re.compile(
     r"\b(did|was|were|had|went|got|came|made|broke|happened|caused|failed|crashed|errored|changed|decided|"
     r"chose|picked|switched|moved|added|removed|fixed|used|hung|froze)\b",
@@ -61,7 +62,12 @@ PAST_TENSE = re.compile(
 # General-knowledge forms: about a tool or concept in general, not about this project.
 GENERAL_FORMS = re.compile(
     r"(what(?:'s| is| are) the difference|difference between|how (?:does|do) (?!the\b)(?:\S+\s+){1,6}?work\b|"
-    r"what (?:does|do) (?!the\b)(?:\S+\s+){1,4}?(?:actually |really )?do\b|how is .{1,60}? different|"
+    r"what (?:does|do) (?!the\b)(?:\S+\s+){1,8}?(?:actually |really )?do\b|how is .{1,60}? different|"
+    r"\bdiffers? from\b|\buseful for\b|"
+    # a technology named as the question's setting: "in Unity, …", "in ASP.NET Core DI, …"
+    r"^\s*in [^,?\n]{1,40},\s|"
+    # when to choose one thing over another: "when should physics code go in FixedUpdate rather than Update"
+    r"\bwhen (?:is|are|should|would|do|does)\b[^?\n]{0,80}?\b(?:instead of|rather than|over|worth|good enough)\b|"
     r"(?:compared|versus|vs\.?) |when (?:would|should|do) (?:i|you|one) (?:pick|use|choose|prefer)|"
     r"what happens (?:to|when|if)|^\s*(?:does|do|is|are|can|will|would) (?:a|an|\w+ing) |\bin general\b|"
     r"best practices? for|"
@@ -141,6 +147,17 @@ class Intent:
         return self.kind == "recall"
 
 
+def _project_marker(text: str) -> re.Match[str] | None:
+    """The first word that ties a question to this project. Asking for advice ("should I", "can I") inside a
+    general form's own words ("in zephyr, when should I use k_sem instead of k_mutex?") is part of that form."""
+    spans = [form.span() for form in GENERAL_FORMS.finditer(text)]
+    for marker in PROJECT_MARKERS.finditer(text):
+        inside = any(start <= marker.start() < end for start, end in spans)
+        if not (inside and ADVICE.fullmatch(marker.group(0))):
+            return marker
+    return None
+
+
 def _is_question(prompt: str) -> bool:
     return "?" in prompt or any(QUESTION_START.match(part) for part in re.split(r"[.!\n]\s*", prompt) if part)
 
@@ -164,9 +181,9 @@ def classify(prompt: str) -> Intent:
             return Intent("instruction", [f"an order ({first!r} …) with no question"])
         return Intent("statement", ["not a question"])
     reasons = ["a question"]
-    project = PROJECT_MARKERS.search(text)
-    past = PAST_TENSE.search(text)
     general = GENERAL_FORMS.search(text)
+    project = _project_marker(text)
+    past = PAST_TENSE.search(text)
     if general and not project:
         return Intent("general", reasons + [f"general-knowledge form ({general.group(0).strip().lower()!r})"],
                       asks(text))
