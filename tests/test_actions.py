@@ -259,3 +259,19 @@ def test_ties_and_the_action_hooks_work_on_both_backends(backend, home, tmp_path
         session = new_session(demo, "new footer")
         assert "never edit it by hand" in before_tool(demo, session, "Edit", {"file_path": str(path / GENERATED)})
         assert "maxRetriesPerRequest: null" in failed(demo, session, "pnpm start:worker", BOOT_ERROR_AGAIN)
+
+
+def test_a_short_rule_comes_with_what_it_needs_to_be_understood(demo, project):
+    """"Rule for db/seeds.rb: fixtures only." says what is wrong there, the next sentence what to do instead: a rule
+    that short is shown with the sentences beside it in its paragraph, not with the next paragraph."""
+    (project / "db").mkdir()
+    (project / "db" / "seeds.rb").write_text("# seeds\n")
+    earlier_session(demo, "the demo data is a mess, clean up db/seeds.rb", (
+        "Rule for db/seeds.rb: fixtures only. Anything that needs real customer data goes through "
+        "script/import_customers.rb, which scrubs emails first.\n\nAlso bumped rubocop to 1.64."), tools=[
+        ("PostToolUse-Bash", {"tool_input": {"command": "head -3 db/seeds.rb", "description": "Look at it"},
+                              "tool_response": {"stdout": "# seeds", "stderr": "", "interrupted": False}})])
+    shown = before_tool(demo, new_session(demo, "add a second demo clinic to the seeds"), "Edit",
+                        {"file_path": str(project / "db" / "seeds.rb"), "old_string": "a", "new_string": "b"})
+    assert "fixtures only" in shown and "script/import_customers.rb" in shown
+    assert "rubocop" not in shown and len(shown) <= 600

@@ -34,6 +34,9 @@ MAX_SENTENCES = 2
 MIN_WORTH = 1.2  # what a sentence must weigh to interrupt (see _worth)
 RECENCY_WEIGHT = 0.25  # the newest of the file's memories over the oldest: a later statement replaced an earlier
 SENTENCE_CHARS = 340
+# A rule this short rarely says what to do instead, or what it is about ("Rule for db/seeds.rb: fixtures only."): it
+# is shown with the sentences beside it (`_in_context`).
+SHORT_SENTENCE = 100
 SAID_KINDS = ("prompt", "exchange", "note")  # what states rules and pitfalls in words
 
 # What makes a sentence worth interrupting for, and how much.
@@ -143,12 +146,32 @@ def _worth_showing(store: Store, project: str, session_id: str, keys: list[str],
     scored.sort(key=lambda s: (-s[0], -s[1].created_at.timestamp()))
     chosen: list[tuple[Memory, str, float]] = []
     for worth, memory, sentence in scored:
-        if any(sentence == other for _, other, _ in chosen):
+        if any(sentence in other for _, other, _ in chosen):
             continue
-        chosen.append((memory, sentence, worth))
+        chosen.append((memory, _in_context(memory.text, sentence) if len(sentence) < SHORT_SENTENCE else sentence,
+                       worth))
         if len(chosen) == MAX_SENTENCES:
             break
     return chosen
+
+
+def _in_context(text: str, sentence: str) -> str:
+    """A rule with what it needs to be understood: the sentences beside it in its paragraph, the next first (what to
+    do instead of what it forbids), then the one before (what "Rule noted:" or "that" refers to), while the passage
+    stays one line (SENTENCE_CHARS)."""
+    for paragraph in text.split("\n\n"):
+        said = sentences.split(paragraph)
+        if sentence not in said:
+            continue
+        at = said.index(sentence)
+        first, last = at, at
+        for step in (1, -1):
+            beside = at + step
+            if 0 <= beside < len(said) and \
+                    len(" ".join(said[min(first, beside):max(last, beside) + 1])) <= SENTENCE_CHARS:
+                first, last = min(first, beside), max(last, beside)
+        return " ".join(said[first:last + 1])
+    return sentence
 
 
 def _taken_back(store: Store, project: str, memory_ids: list[int]) -> set[str]:
