@@ -458,3 +458,21 @@ def test_one_hook_reads_each_lookup_of_observations_once(demo):
         twice = [engine.resolve(counted, project, items), engine.resolve(counted, project, items[::-1])]
     assert len(reads) <= read_alone  # the second resolve read nothing
     assert {a.item.id for a in twice[0]} == {a.item.id for a in twice[1]} == {a.item.id for a in alone}
+
+
+def test_a_procedure_asked_for_in_other_words_is_found_by_the_words_it_shares(demo):
+    """A question and the procedure it asks for, in other words, are only 0.37 alike in meaning ("laptop only today,
+    how would I execute the staging device suites?" / "Run the device tests with `./gradlew connectedCheck
+    -Pflavor=staging`"), under the floor of a procedure asked for (0.42): the question's words the procedure says
+    itself (device, staging) are the evidence (retrieval/knowledge.py WORDED_SHARED)."""
+    turn(demo, "the instrumented tests keep timing out on CI, can we run them locally instead?",
+         "Run the device tests with `./gradlew connectedCheck -Pflavor=staging` from the repo root; the emulator image "
+         "is pinned in .ci/emulator.json.")
+    from memory_store.core.retrieval import intent, knowledge
+
+    assert any("connectedCheck" in item.text for item in current(demo, "procedure"))
+    question = "laptop only today, how would I execute the staging device suites?"
+    found = knowledge.relevant(demo.recall.store, project_for(demo.path), question,
+                               demo.recall.models.embedder.embed_query(question), intent.classify(question))
+    assert [f.item.kind for f in found][:1] == ["procedure"] and "connectedCheck" in found[0].item.text
+    assert "connectedCheck" in demo.ask(question)

@@ -32,6 +32,10 @@ MAX_TERMS = 10  # words of a prompt the lookup matches on
 MIN_SIMILARITY = 0.5  # close enough in meaning to be about what the prompt asks …
 MIN_FITTING_SIMILARITY = 0.42  # … or this close and of the kind the question asks for
 MIN_SHARED_WORDS = 1  # and at least this many of the prompt's content words in its text, kind or purpose
+# … or of the kind asked for, saying this many of the prompt's content words itself, and this close: the words a
+# question shares with what it asks for are evidence the meaning of a short text misses ("how would I execute the
+# staging device suites?" and "Run the device tests with `./gradlew connectedCheck -Pflavor=staging`": 0.37)
+WORDED_SHARED, MIN_WORDED_SIMILARITY = 2, 0.3
 MAX_SHOWN = 2
 MAX_REPLACED_SHOWN = 1  # earlier values named after the current one
 RUNNER_UP_MARGIN = 0.15  # a second item is shown only this close to the first
@@ -87,7 +91,9 @@ def relevant(store: Store, project: str, prompt: str, vector: bytes | None, inte
         purpose = own | {normalize_term(w) for w in words(item.context)}
         if len(prompt_stems & purpose) < MIN_SHARED_WORDS:
             continue
-        if similarity >= MIN_SIMILARITY or (fits and similarity >= MIN_FITTING_SIMILARITY):
+        shared = len(prompt_stems & own)
+        if similarity >= MIN_SIMILARITY or (fits and similarity >= MIN_FITTING_SIMILARITY) or \
+                (fits and shared >= WORDED_SHARED and similarity >= MIN_WORDED_SIMILARITY):
             score = (similarity + WORDS_WEIGHT * len(prompt_stems & own) / len(prompt_stems)
                      + PURPOSE_WORDS_WEIGHT * len(prompt_stems & purpose) / len(prompt_stems)
                      + RECENCY_WEIGHT * (item.created_at - oldest) / span
