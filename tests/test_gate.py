@@ -342,6 +342,9 @@ def test_the_worker_begins_a_prompts_embedding_before_the_event_is_checked_and_s
     # … unless the question is ours: "we", "our", "now" stay project markers inside those forms
     ("when should we rotate the signing keys instead of waiting for expiry?", "project"),
     ("in staging, which port does the api listen on now?", "project"),
+    # questions typed without their apostrophes are questions
+    ("whats the retry limit on the importer these days", "project"),
+    ("whats the difference between a mutex and a semaphore", "general"),
 ])
 def test_intent_reads_the_form_of_a_prompt(prompt, kind):
     assert intent.classify(prompt).kind == kind

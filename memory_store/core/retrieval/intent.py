@@ -77,7 +77,9 @@ GENERAL_FORMS = re.compile(
 QUESTION_START = re.compile(
     r"^\s*(?:who|what|when|where|why|how|which|whose|whom|is|are|was|were|do|does|did|can|could|should|would|will|"
     r"have|has|had|may|might|shall|isn't|aren't|don't|doesn't|didn't|wasn't|weren't|won't|can't|what's|where's|"
-    r"how's|who's|why's)\b",
+    r"how's|who's|why's|"
+    # … as typed in a hurry, without the apostrophe
+    r"whats|wheres|hows|whos|whys|isnt|arent|dont|doesnt|didnt|wasnt|werent|wont|cant)\b",
     re.IGNORECASE,
 )
 # A request phrased as a question ("can you add …?", "could you please rename …?") is an order, unless
