@@ -64,9 +64,9 @@ GENERAL_FORMS = re.compile(
     r"(what(?:'s| is| are) the difference|difference between|how (?:does|do) (?!the\b)(?:\S+\s+){1,6}?work\b|"
     r"what (?:does|do) (?!the\b)(?:\S+\s+){1,8}?(?:actually |really )?do\b|how is .{1,60}? different|"
     r"\bdiffers? from\b|\buseful for\b|"
-    # a technology named as the question's setting: "in Unity, …", "in ASP.NET Core DI, …"
+    # a technology named as the question's setting: "in Svelte, …", "in Spring Boot 3, …"
     r"^\s*in [^,?\n]{1,40},\s|"
-    # when to choose one thing over another: "when should physics code go in FixedUpdate rather than Update"
+    # when to choose one thing over another: "when should I reach for a CTE rather than a subquery"
     r"\bwhen (?:is|are|should|would|do|does)\b[^?\n]{0,80}?\b(?:instead of|rather than|over|worth|good enough)\b|"
     r"(?:compared|versus|vs\.?) |when (?:would|should|do) (?:i|you|one) (?:pick|use|choose|prefer)|"
     r"what happens (?:to|when|if)|^\s*(?:does|do|is|are|can|will|would) (?:a|an|\w+ing) |\bin general\b|"
@@ -151,7 +151,7 @@ class Intent:
 
 def _project_marker(text: str) -> re.Match[str] | None:
     """The first word that ties a question to this project. Asking for advice ("should I", "can I") inside a
-    general form's own words ("in zephyr, when should I use k_sem instead of k_mutex?") is part of that form."""
+    general form's own words ("in Go, when should I use a mutex instead of a channel?") is part of that form."""
     spans = [form.span() for form in GENERAL_FORMS.finditer(text)]
     for marker in PROJECT_MARKERS.finditer(text):
         inside = any(start <= marker.start() < end for start, end in spans)

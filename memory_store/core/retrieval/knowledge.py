@@ -94,7 +94,7 @@ def relevant(store: Store, project: str, prompt: str, vector: bytes | None, inte
         shared = len(prompt_stems & own)
         if similarity >= MIN_SIMILARITY or (fits and similarity >= MIN_FITTING_SIMILARITY) or \
                 (fits and shared >= WORDED_SHARED and similarity >= MIN_WORDED_SIMILARITY):
-            score = (similarity + WORDS_WEIGHT * len(prompt_stems & own) / len(prompt_stems)
+            score = (similarity + WORDS_WEIGHT * shared / len(prompt_stems)
                      + PURPOSE_WORDS_WEIGHT * len(prompt_stems & purpose) / len(prompt_stems)
                      + RECENCY_WEIGHT * (item.created_at - oldest) / span
                      + STATED_WEIGHT * (item.kind != "procedure" or not item.text.startswith("`")))
