@@ -476,3 +476,20 @@ def test_a_procedure_asked_for_in_other_words_is_found_by_the_words_it_shares(de
                                demo.recall.models.embedder.embed_query(question), intent.classify(question))
     assert [f.item.kind for f in found][:1] == ["procedure"] and "connectedCheck" in found[0].item.text
     assert "connectedCheck" in demo.ask(question)
+
+
+def test_a_hook_that_has_spent_its_time_reading_reads_no_more(demo):
+    """Past the hook's time for reading observations (knowledge/current.py HOOK_READ_SECONDS), a thing is what was
+    read of it: here nothing, so the old value's own observation stands alone, and nothing is lost but that."""
+    from memory_store.core.knowledge import current as engine
+
+    turn(demo, "the staging db pool size is 10", "Noted: 10.")
+    turn(demo, "we raised the staging db pool size from 10 to 25", "Done: 25.")
+    store, project = demo.recall.store, project_for(demo.path)
+    old = [min((k for k in store.knowledge.listed(project, ["fact"]) if k.value == "10"), key=lambda k: k.created_at)]
+    with engine.reads_once():
+        [answer] = engine.resolve(store.knowledge, project, old)
+    assert answer.item.value.startswith("25")  # time enough: the newer value is what is current
+    with engine.reads_once(0.0):
+        [answer] = engine.resolve(store.knowledge, project, old)
+    assert answer.item.id == old[0].id

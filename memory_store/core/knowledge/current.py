@@ -23,6 +23,7 @@ most of its words in common takes it back.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -339,17 +340,32 @@ def answers_of(source: Observations, project: str, items: Sequence[Knowledge]) -
 # The lookups read while one hook is answered (`reads_once`): the store's knowledge does not change meanwhile (the
 # worker's background work writes it, between hooks, on its own connection).
 _READS: ContextVar[dict[tuple, list[Knowledge]] | None] = ContextVar("knowledge_reads", default=None)
+# What one hook may spend reading observations. In the latency bench's store (10,000 memories) a prompt about a
+# common subject ("how did we fix the flaky … test") read for 15-25 ms, and twice that on a loaded machine (its
+# things' words match thousands of observations); past this, a thing is what was read of it by then (at worst the
+# matching observation alone), so the hook answers in time. Most prompts read for a few milliseconds.
+HOOK_READ_SECONDS = 0.02
+
+
+@dataclass
+class _Budget:
+    left: float  # seconds of reading
+
+
+_BUDGET: ContextVar[_Budget | None] = ContextVar("knowledge_read_budget", default=None)
 
 
 @contextmanager
-def reads_once() -> Iterator[None]:
-    """Within the block, each lookup of observations is read once, whoever asks: a prompt's shown memories (their
-    newer values) and its matching facts resolve many of the same things."""
-    token = _READS.set({})
+def reads_once(seconds: float | None = HOOK_READ_SECONDS) -> Iterator[None]:
+    """Within the block, each lookup of observations is read once, whoever asks (a prompt's shown memories, their
+    newer values, and its matching facts resolve many of the same things), and reading stops once it has taken
+    `seconds` in all."""
+    tokens = (_READS.set({}), _BUDGET.set(None if seconds is None else _Budget(seconds)))
     try:
         yield
     finally:
-        _READS.reset(token)
+        _READS.reset(tokens[0])
+        _BUDGET.reset(tokens[1])
 
 
 class _Remembered:
@@ -364,7 +380,13 @@ class _Remembered:
     def _once(self, key: tuple, read: Callable[[], list[Knowledge]]) -> list[Knowledge]:
         key = (self.source, *key)  # the source itself, by identity: held, so no other one takes its id
         if key not in self.read:
+            budget = _BUDGET.get()
+            if budget is not None and budget.left <= 0:
+                return []  # the hook's time for reading is spent: what was read is what there is
+            started = time.monotonic()
             self.read[key] = read()
+            if budget is not None:
+                budget.left -= time.monotonic() - started
         return list(self.read[key])
 
     def about(self, project: str, subject_list: Sequence[str]) -> list[Knowledge]:
