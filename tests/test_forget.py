@@ -201,6 +201,7 @@ def test_a_forget_is_not_undone_by_importing_the_transcript_it_came_from(demo, h
                                   [("user", said), ("assistant", answer), ("user", other[0]), ("assistant", other[1])],
                                   "2026-11-30T09:00:00+00:00")
     before = len(demo.recall.select(project=project))
+    assert [item for item in demo.recall.knowledge(project) if "25 minutes" in item.text]  # a fact, until forgotten
     invoke("forget", prompt.id, "--yes", "--all-projects", "--home", home)
     assert not [item for item in demo.recall.knowledge(project) if "25 minutes" in item.text]
 

@@ -295,4 +295,7 @@ def test_vectors_of_another_model_are_not_compared(demo, recall, project):
     demo.session(("which port does the api use now?", "The API listens on port 8080 now, behind the proxy."))
     asked = "which port does the api use these days?"
     odd = b"\x00" * 4 * 768  # a 768-dimension vector against 384-dimension ones
+    same = recall.models.embedder.embed_query(asked)  # the positive control: the model's own vector finds the fact
+    assert any("8080" in f.item.text for f in
+               knowledge.relevant(recall.store, project_for(str(project)), asked, same, intent.classify(asked)))
     assert knowledge.relevant(recall.store, project_for(str(project)), asked, odd, intent.classify(asked)) == []
