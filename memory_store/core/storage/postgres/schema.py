@@ -216,11 +216,7 @@ CREATE POLICY add_own ON {SCHEMA}.memories FOR INSERT WITH CHECK (owner = curren
 CREATE POLICY change_own ON {SCHEMA}.memories FOR UPDATE
     USING (owner = current_user) WITH CHECK (owner = current_user);
 CREATE POLICY remove_own ON {SCHEMA}.memories FOR DELETE USING (owner = current_user);
-""" + "".join(f"""
-ALTER TABLE {SCHEMA}.{table} ENABLE ROW LEVEL SECURITY;
-ALTER TABLE {SCHEMA}.{table} FORCE ROW LEVEL SECURITY;
-CREATE POLICY own ON {SCHEMA}.{table} USING (owner = current_user) WITH CHECK (owner = current_user);
-""" for table in OWNED_TABLES)
+""" + _owner_only(*OWNED_TABLES)
 
 
 def _v2(dim: int) -> str:
@@ -254,10 +250,7 @@ CREATE INDEX knowledge_source ON {SCHEMA}.knowledge (source_id);
 CREATE INDEX knowledge_superseded ON {SCHEMA}.knowledge (superseded_by);
 CREATE INDEX knowledge_unembedded ON {SCHEMA}.knowledge (owner, id) WHERE embedding IS NULL;
 CREATE INDEX knowledge_words ON {SCHEMA}.knowledge USING gin (fts);
-ALTER TABLE {SCHEMA}.knowledge ENABLE ROW LEVEL SECURITY;
-ALTER TABLE {SCHEMA}.knowledge FORCE ROW LEVEL SECURITY;
-CREATE POLICY own ON {SCHEMA}.knowledge USING (owner = current_user) WITH CHECK (owner = current_user);
-"""
+""" + _owner_only("knowledge")
 
 
 def _v3(dim: int) -> str:
@@ -274,10 +267,7 @@ CREATE TABLE {SCHEMA}.ties (
     PRIMARY KEY (memory_id, key)
 );
 CREATE INDEX ties_key ON {SCHEMA}.ties (project, key, created_at);
-ALTER TABLE {SCHEMA}.ties ENABLE ROW LEVEL SECURITY;
-ALTER TABLE {SCHEMA}.ties FORCE ROW LEVEL SECURITY;
-CREATE POLICY own ON {SCHEMA}.ties USING (owner = current_user) WITH CHECK (owner = current_user);
-"""
+""" + _owner_only("ties")
 
 
 def _v4(dim: int) -> str:
@@ -294,11 +284,7 @@ CREATE TABLE {SCHEMA}.tombstone_key (
     owner text PRIMARY KEY DEFAULT current_user,
     key bytea NOT NULL
 );
-""" + "".join(f"""
-ALTER TABLE {SCHEMA}.{table} ENABLE ROW LEVEL SECURITY;
-ALTER TABLE {SCHEMA}.{table} FORCE ROW LEVEL SECURITY;
-CREATE POLICY own ON {SCHEMA}.{table} USING (owner = current_user) WITH CHECK (owner = current_user);
-""" for table in ("tombstones", "tombstone_key"))
+""" + _owner_only("tombstones", "tombstone_key")
 
 
 def _v5(dim: int) -> str:
@@ -353,11 +339,7 @@ CREATE TABLE {SCHEMA}.knowledge_reading (
     owner text PRIMARY KEY DEFAULT current_user,
     version integer NOT NULL
 );
-""" + "".join(f"""
-ALTER TABLE {SCHEMA}.{table} ENABLE ROW LEVEL SECURITY;
-ALTER TABLE {SCHEMA}.{table} FORCE ROW LEVEL SECURITY;
-CREATE POLICY own ON {SCHEMA}.{table} USING (owner = current_user) WITH CHECK (owner = current_user);
-""" for table in ("knowledge_queue", "knowledge_reading")) + f"""
+""" + _owner_only("knowledge_queue", "knowledge_reading") + f"""
 DROP POLICY own ON {SCHEMA}.ties;
 """ + "".join(f"""
 ALTER TABLE {SCHEMA}.{table} ENABLE ROW LEVEL SECURITY;
@@ -367,6 +349,15 @@ CREATE POLICY add_own ON {SCHEMA}.{table} FOR INSERT WITH CHECK (owner = current
 CREATE POLICY change_own ON {SCHEMA}.{table} FOR UPDATE USING (owner = current_user) WITH CHECK (owner = current_user);
 CREATE POLICY remove_own ON {SCHEMA}.{table} FOR DELETE USING (owner = current_user);
 """ for table, column in (("knowledge", "source_id"), ("ties", "memory_id")))
+
+
+def _owner_only(*tables: str) -> str:
+    """Row-level security for tables whose rows their owner alone reads and writes."""
+    return "".join(f"""
+ALTER TABLE {SCHEMA}.{table} ENABLE ROW LEVEL SECURITY;
+ALTER TABLE {SCHEMA}.{table} FORCE ROW LEVEL SECURITY;
+CREATE POLICY own ON {SCHEMA}.{table} USING (owner = current_user) WITH CHECK (owner = current_user);
+""" for table in tables)
 
 
 MIGRATIONS = [_v1, _v2, _v3, _v4, _v5]  # each takes the team's vector dimension and returns SQL; index + 1 = version
