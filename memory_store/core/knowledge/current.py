@@ -267,8 +267,7 @@ def answer(family: list[Knowledge]) -> Answer | None:
     shown = [item.value] + ([file.value] if file else [])
     history: list[Knowledge] = []
     for earlier in sorted(settled, key=lambda k: (-k.created_at, -k.id)):
-        if earlier.created_at < newest.created_at and not any(same_value(v, earlier.value) or
-                                                              same_value(earlier.value, v) for v in shown):
+        if earlier.created_at < newest.created_at and not any(alike(v, earlier.value) for v in shown):
             shown.append(earlier.value)
             history.append(earlier)
     return Answer(item, history, written=file)
@@ -304,6 +303,11 @@ def same_value(written: str, said: str) -> bool:
         return True
     number = _LEADING_NUMBER.match(words)
     return number is not None and file == number.group(0) and words[len(file):].isalpha()  # "02:15" / "02:15 UTC"
+
+
+def alike(a: str, b: str) -> bool:
+    """One value, however said, whichever side said it: `90` and "90 minutes", `"45"` and 45."""
+    return same_value(a, b) or same_value(b, a)
 
 
 def resolve(source: Observations, project: str, items: Sequence[Knowledge]) -> list[Answer]:

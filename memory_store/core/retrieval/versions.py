@@ -50,7 +50,7 @@ def updates(store: Store, project: str, own_ids: set[int]) -> list[Update]:
             continue
         if not answer.standing or now.kind != "fact" or now.source_id in own_ids:
             continue
-        if any(_alike(k.value, now.value) for k in answer.found):
+        if any(current.alike(k.value, now.value) for k in answer.found):
             continue  # it says the current value too (an edit's new value beside the one it replaced)
         old = next((k for k in answer.found if k.created_at < now.created_at), None)
         if old is not None:
@@ -59,11 +59,6 @@ def updates(store: Store, project: str, own_ids: set[int]) -> list[Update]:
     kept = [Update(memories[now.source_id], now, old) for now, old in found if now.source_id in memories]
     kept.sort(key=lambda u: -u.current.created_at)
     return list({u.memory.id: u for u in kept}.values())[:MAX_NEWER]
-
-
-def _alike(a: str, b: str) -> bool:
-    """One value, however said: `90` and "90 minutes", `"45"` and 45."""
-    return current.same_value(a, b) or current.same_value(b, a)
 
 
 def prefer_current(store: Store, decision: Any, found: Any, now: float) -> None:
