@@ -299,3 +299,19 @@ def test_vectors_of_another_model_are_not_compared(demo, recall, project):
     assert any("8080" in f.item.text for f in
                knowledge.relevant(recall.store, project_for(str(project)), asked, same, intent.classify(asked)))
     assert knowledge.relevant(recall.store, project_for(str(project)), asked, odd, intent.classify(asked)) == []
+
+
+def test_a_question_for_a_command_gets_it_beside_the_fact_its_answer_led_with(demo, recall, project):
+    """An answer that reports a result and names the command that got it holds a fact and a procedure: a question
+    how to do it again gets the command, even where the report is the closer match (dev set C: one per source memory
+    kept only the report)."""
+    from memory_store.core.retrieval import intent, knowledge
+
+    demo.session(("the phoenix app won't come up locally, it keeps failing on the database",
+                  "The Phoenix app is serving on localhost:4000 now with the seed data loaded. Start it with "
+                  "`mix ecto.setup && iex -S mix phx.server` next time."))
+    asked = "what do I run to get the phoenix app up on my laptop?"
+    found = knowledge.relevant(recall.store, project_for(str(project)), asked,
+                               recall.models.embedder.embed_query(asked), intent.classify(asked))
+    assert any(f.item.kind == "procedure" and "mix phx.server" in f.item.text for f in found), \
+        [(f.item.kind, f.item.text, f.why) for f in found]

@@ -101,10 +101,11 @@ def relevant(store: Store, project: str, prompt: str, vector: bytes | None, inte
             why = f"{item.kind} #{item.id}: meaning {similarity:.2f}, score {score:.2f}" + (
                 f", the {item.kind} the question asks for" if fits else "")
             found.append(Found(item, score, why))
-    return _as_current(store, project, sorted(found, key=lambda f: -f.score)[:RESOLVED], exclude_sources)
+    return _as_current(store, project, sorted(found, key=lambda f: -f.score)[:RESOLVED], exclude_sources, wanted)
 
 
-def _as_current(store: Store, project: str, found: list[Found], exclude_sources: AbstractSet[int]) -> list[Found]:
+def _as_current(store: Store, project: str, found: list[Found], exclude_sources: AbstractSet[int],
+                wanted: AbstractSet[str]) -> list[Found]:
     """The matches as what is current about their things (the best first, one per thing), each with what it
     replaced; a rule taken back since goes, and so does what this session was already shown."""
     scores = {f.item.id: f for f in found}
@@ -120,7 +121,7 @@ def _as_current(store: Store, project: str, found: list[Found], exclude_sources:
         why = best.why if answer.item.id == best.item.id else \
             f"{best.why}; #{answer.item.id} is what is current about it"
         shown = _distinct([*shown, Found(answer.item, best.score, why, answer.history[:MAX_REPLACED_SHOWN],
-                                         answer.written.file if answer.written else "")])
+                                         answer.written.file if answer.written else "")], wanted)
         if len(shown) >= MAX_SHOWN:
             break
     return shown
@@ -133,15 +134,21 @@ def content_terms(text: str) -> list[str]:
     return sorted(found, key=len, reverse=True)[:MAX_TERMS]
 
 
-def _distinct(found: list[Found]) -> list[Found]:
-    """One item per source memory and per text: two lines saying the same thing are one."""
+def _distinct(found: list[Found], wanted: AbstractSet[str]) -> list[Found]:
+    """One item per source memory and per text: two lines saying the same thing are one. Except where an answer held
+    the kind the question asks for beside a better match of another kind (the command it ran, below what it said of
+    the result): that one is its second line."""
     seen_sources: set[int] = set()
+    answered_sources: set[int] = set()  # those with an item of the kind asked for among the kept
     seen_texts: set[str] = set()
     kept = []
     for f in found:
         text = " ".join(f.item.text.lower().split())
-        if f.item.source_id in seen_sources or text in seen_texts:
+        fits = f.item.kind in wanted
+        if text in seen_texts or (f.item.source_id in seen_sources and (not fits or f.item.source_id in answered_sources)):
             continue
+        if fits:
+            answered_sources.add(f.item.source_id)
         seen_sources.add(f.item.source_id)
         seen_texts.add(text)
         kept.append(f)
