@@ -365,3 +365,17 @@ def test_recall_brief_previews_what_the_next_session_start_offers(hooks, home, p
     assert start.context.strip() == preview.stdout.strip()  # what the session then gets, exactly
     empty = CliRunner().invoke(app, ["brief", "--project", str(project.parent / "elsewhere"), "--home", str(home)])
     assert empty.exit_code == 0 and empty.stdout.startswith("nothing:")
+
+
+@pytest.mark.parametrize("event, kept", [("PreToolUse", False), ("PostToolUse", True)])
+def test_a_worker_error_spools_what_stores_and_drops_what_only_answers(home, project, event, kept):
+    """A worker that fails on an event: a PostToolUse waits in the spool for the next worker; a PreToolUse (it stores
+    nothing) is over, with nothing printed and nothing spooled."""
+    from memory_store.hook import client
+
+    raw = json.dumps(load_payload(f"{event}-Bash", cwd=str(project))).encode()
+    printed, route = client._worker_refused(b'{"ok":false,"error":"TypeError: boom"}', event, "e1", 0.0, raw,
+                                            str(home), "claude-code")
+    spool = DataPaths(home).spool
+    assert printed == b"" and route == ("spool" if kept else "failed")
+    assert (spool.exists() and any(spool.glob("*.json"))) == kept

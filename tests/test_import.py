@@ -77,6 +77,18 @@ def test_broken_lines_are_reported_not_fatal(home, tmp_path):
     assert report.errors and store.search("flag fast", project="/work/app")
 
 
+def test_a_lone_surrogate_in_a_transcript_is_repaired_and_imported(home, tmp_path):
+    """A transcript written by Node can hold half an emoji's UTF-16 pair ("\\udd25"): the line is imported, with U+FFFD."""
+    path = write_transcript(tmp_path / "s3.jsonl", "s3", "/work/app", [("user", "the qwvx build is on fire PLACE"),
+                                                                      ("assistant", "Lowered the PLACE workers.")],
+                            "2024-03-05T10:00:00+00:00")
+    path.write_text(path.read_text().replace("PLACE", "\\udd25"))
+    store = open_recall(home, load_models=False)
+    report = store.import_transcripts([path])
+    assert not report.errors and report.new_memories == 2
+    assert any(m.text == "the qwvx build is on fire \ufffd" for m in store.select(project="/work/app"))
+
+
 def test_cli_import_json(home, tmp_path):
     from typer.testing import CliRunner
 

@@ -90,6 +90,22 @@ def test_malformed_payloads_without_a_worker(hooks, home, raw, event):
     assert_well_behaved(hooks.run(event, raw))
 
 
+def test_a_lone_surrogate_is_repaired_not_a_failure(running_worker, home, project):
+    """Node cuts a string inside an emoji and writes half of its UTF-16 pair ("\\ud83d") into the JSON: the prompt is
+    answered and kept (with U+FFFD), and a PreToolUse carrying one is answered, never spooled."""
+    prompt = load_payload("UserPromptSubmit", cwd=str(project), prompt="why is the zyxwq deploy slow PLACE")
+    raw = json.dumps(prompt).replace("PLACE", "\\ud83d").encode()
+    assert b"\\ud83d" in raw
+    for _ in range(2):  # the second one reaches a worker that has begun the first one's embedding
+        assert_well_behaved(running_worker.run("UserPromptSubmit", raw))
+    tool = load_payload("PreToolUse-Bash", cwd=str(project), tool_input={"command": "cat notes-PLACE.txt"})
+    assert_well_behaved(running_worker.run("PreToolUse", json.dumps(tool).replace("PLACE", "\\ud83d").encode()))
+    log = (home / "logs" / "recall.log").read_text(encoding="utf-8", errors="replace")
+    assert "hook_failed" not in log and "prepare_failed" not in log and '"spooled"' not in log, log[-2000:]
+    with stored(home) as recall:
+        assert any("zyxwq deploy slow \ufffd" in m.text for m in recall.select(project=None)), "the prompt was lost"
+
+
 def test_multi_megabyte_payload_is_bounded_in_time_and_memory(running_worker, home, project):
     big = "x" * 12_000_000
     payload = load_payload("PostToolUse-Bash", cwd=str(project), tool_response={"stdout": big, "stderr": ""})

@@ -26,7 +26,7 @@ POSIX = _os.__name__ == "posix"  # paths are plain on POSIX
 
 from ..shared import protocol, wire
 from ..version import __version__
-from .timing import ANSWER_DEADLINE, DEFAULT_ANSWER_DEADLINE
+from .timing import ANSWER_DEADLINE, ANSWER_ONLY, DEFAULT_ANSWER_DEADLINE
 
 MAX_STDIN_BYTES = 32 * 1024 * 1024  # beyond this a payload is refused (logged)
 
@@ -142,6 +142,8 @@ def _worker_refused(answer: bytes, event, event_id, received_at, raw, home, clie
 
     if answer.startswith(b'{"ok":false,"rejected":true'):
         return b"", "rejected"
+    if answer.startswith(b'{"ok":false') and event in ANSWER_ONLY:  # nothing to keep, and nothing to answer
+        return b"", "failed"
     if answer.startswith(b'{"ok":false'):
         spool_event(home, event, event_id, received_at, parse_payload(raw),
                     reason=answer[:300].decode("utf-8", "replace"), client=client)

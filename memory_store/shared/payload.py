@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from .text import cap_middle
+from .text import cap_middle, well_formed
 
 # Longer strings are cut before storage or spooling (capture keeps far less). The cut keeps the head and the tail:
 # a pasted log asks its question on its last line, a command prints its error at the end.
@@ -38,14 +38,15 @@ def parse_payload(raw: bytes) -> dict:
 
 
 def pretrim(value, depth: int = 0):
-    """Bound a payload's size: long strings cut, long lists shortened, deep nesting flattened."""
+    """Bound a payload's size: long strings cut, long lists shortened, deep nesting flattened; and make every string
+    one that can be written down (no NUL, no lone surrogate)."""
     if isinstance(value, str):
-        value = value.replace("\x00", "")
+        value = well_formed(value.replace("\x00", ""))
         return cap_middle(value, MAX_STRING_CHARS, " …[cut]… ")
     if depth >= MAX_DEPTH:
         return "…[nested too deep]"
     if isinstance(value, dict):
-        return {str(k)[:200]: pretrim(v, depth + 1) for k, v in list(value.items())[:MAX_LIST_ITEMS]}
+        return {well_formed(str(k)[:200]): pretrim(v, depth + 1) for k, v in list(value.items())[:MAX_LIST_ITEMS]}
     if isinstance(value, list):
         return [pretrim(v, depth + 1) for v in value[:MAX_LIST_ITEMS]]
     return value

@@ -24,6 +24,7 @@ from .secrets import (
     is_secret_manifest,
     secret_files_in,
 )
+from .text import well_formed
 
 PRIVATE_SPAN = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
 PRIVATE_PLACEHOLDER = "[private]"
@@ -192,8 +193,9 @@ def redact_patch(text: str) -> str:
 
 
 def clean(text: str) -> str:
-    """Everything a captured string goes through before storage: private spans, then secrets."""
-    return redact(strip_private(text))
+    """Everything a captured string goes through before storage: private spans, then secrets; a lone surrogate (a
+    transcript's as a hook's) becomes U+FFFD."""
+    return redact(strip_private(well_formed(text)))
 
 
 def bounded(text: str, limit: int = MAX_FIELD_CHARS, tail: int = FIELD_TAIL_CHARS) -> str:

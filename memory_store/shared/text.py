@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
 ELLIPSIS = "…"
+# Half of a UTF-16 pair with no other half: what Node writes into JSON when it cuts a string inside an emoji
+# ("\ud83d"). Python reads it into a str that no UTF-8 encoder, tokenizer or database takes.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(text: str) -> str:
+    """`text` with each lone surrogate replaced by U+FFFD, as a UTF-8 decoder does with a broken byte."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def cap(text: str, limit: int, marker: str = ELLIPSIS) -> str:
