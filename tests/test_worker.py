@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, load_payload, stored, wait_for, worker_health
+from conftest import ROOT, load_payload, stop_worker, stored, wait_for, worker_health
 
 from memory_store.shared import protocol as transport
 from memory_store.shared.paths import DataPaths
@@ -137,6 +137,32 @@ def test_the_worker_stays_while_a_session_it_served_is_open(hooks, home, project
         claude.kill()
         claude.wait()
     assert wait_for(lambda: not worker_pids(home), timeout=30)
+
+
+def test_worker_exits_once_its_plugin_is_uninstalled_and_keeps_the_data(hooks, project, tmp_path):
+    """`claude plugin uninstall recall@recall --keep-data` keeps the data dir and takes the plugin out of
+    installed_plugins.json: the worker goes (it stayed for its whole idle timeout), the memories stay. Another
+    plugin's entry, a file half written, or a data dir of another name keep it."""
+    plugins = tmp_path / "claude" / "plugins"
+    data = plugins / "data" / "recall-recall"
+    installed = plugins / "installed_plugins.json"
+    listing = {"version": 2, "plugins": {"recall@recall": [{"scope": "user", "version": "0.2.0"}]}}
+    installed.parent.mkdir(parents=True)
+    installed.write_text(json.dumps(listing))
+    hooks.env.update(RECALL_HOME=str(data), CLAUDE_PLUGIN_DATA=str(data))
+    hooks.env.pop("CLAUDE_PID", None)  # no Claude Code session open
+    try:
+        hooks.run("SessionStart", load_payload("SessionStart-startup", cwd=str(project)))
+        pid = wait_for(lambda: worker_health(data))["pid"]
+        for still_installed in ('{"version": 2, "plugins": {"recall@recal', json.dumps(listing)):
+            installed.write_text(still_installed)
+            time.sleep(2.5)  # more than a watch round (2 s)
+            assert worker_pids(data) == [pid]
+        installed.write_text(json.dumps({"version": 2, "plugins": {"other@market": []}}))
+        assert wait_for(lambda: not worker_pids(data), timeout=20)
+        assert (data / "recall.db").exists()
+    finally:
+        stop_worker(data)
 
 
 def test_worker_exits_when_its_data_dir_is_deleted(hooks, home, project, tmp_path):

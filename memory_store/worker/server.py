@@ -12,7 +12,8 @@ so they talk to this process instead. It:
   (worker/embedding.py);
 - exits `idle_timeout_minutes` after the last request and the last Claude Code session it served
   (worker/sessions.py: never under an open session), when its data dir disappears or another worker took
-  its socket, and on SIGTERM.
+  its socket, once its Claude Code plugin is uninstalled and no session is open (worker/installation.py), and on
+  SIGTERM.
 
 Run it with `python -m memory_store.worker --home DIR` (hooks do this, detached; worker/process.py). Each request
 is answered through the same Python API the CLI uses (`memory_store.api.Recall`).
@@ -43,6 +44,7 @@ from ..shared.payload import BadPayload, parse_payload
 from ..shared.wire import CLAUDE_CODE
 from ..version import __version__
 from . import embedding, transport
+from .installation import PluginInstall
 from .sessions import OpenSessions
 
 # A request thread that waits on SQLite gives the interpreter lock away, and the background's reading of new memories
@@ -65,6 +67,7 @@ class Worker:
         self.last_request = time.monotonic()  # any request: the idle exit counts from the last one
         self.last_work = self.last_request  # a hook or a search: background embedding waits for a quiet moment
         self.sessions = OpenSessions()  # the Claude Code processes served: no idle exit while one runs
+        self.install = PluginInstall(paths.home)
         self.stop_event = threading.Event()
         self.work_event = threading.Event()  # something new to embed
         self.token = secrets.token_hex(16)
@@ -281,7 +284,10 @@ class Worker:
                 busy = self.recall.pending_work() > 0 and self.model_state == "ready"
             except StorageUnavailable:
                 busy = False  # nothing to embed while the database is away
-            self.sessions.any_open()
+            in_use = self.sessions.any_open()
+            if not in_use and self.install.removed():
+                self.log.info("plugin_uninstalled")
+                break
             idle = time.monotonic() - max(self.last_request, self.sessions.last_open)
             if not busy and idle > idle_limit:
                 self.log.info("idle_exit", idle_seconds=round(idle))

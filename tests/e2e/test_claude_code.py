@@ -366,3 +366,23 @@ def test_before_an_edit_the_pitfall_and_after_a_known_error_the_fix_reach_the_mo
     after_failure = json.dumps(next(r for r in requests if tool_results_in_turn(r) == 3))
     assert FIX in after_failure and "was met before" in after_failure, after_failure[-3000:]
     stop_worker(installed.data)
+
+
+def test_uninstall_with_keep_data_leaves_no_recall_process(claude, tmp_path):
+    """A user's first hour, its last step: `claude plugin uninstall recall@recall --keep-data` after a session. The
+    memories stay; no recall process does (the worker stayed for its idle timeout, 194 MB)."""
+    inst = Installed(claude, tmp_path)
+    try:
+        with MockAnthropic() as mock:
+            for args in (["plugin", "marketplace", "add", str(ROOT)], ["plugin", "install", "recall@recall"]):
+                done = inst.run(mock, args, timeout=120)
+                assert done.returncode == 0, f"{args} failed:\n{done.stdout}\n{done.stderr}"
+            inst.session(mock, SESSION_ONE_PROMPT, "session")
+            assert wait_for(lambda: processes_mentioning(str(inst.data)), timeout=30), "no worker ran"
+            gone = inst.run(mock, ["plugin", "uninstall", "recall@recall", "--keep-data"], timeout=120)
+            assert gone.returncode == 0, f"uninstall failed:\n{gone.stdout}\n{gone.stderr}"
+        assert wait_for(lambda: not processes_mentioning(str(inst.data)), timeout=30), \
+            processes_mentioning(str(inst.data))
+        assert (inst.data / "recall.db").exists()
+    finally:
+        stop_worker(inst.data)
