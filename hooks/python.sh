@@ -1,5 +1,5 @@
 # shellcheck shell=sh
-# Sourced by hooks/run and bin/recall: the one place that picks recall's Python.
+# Sourced by hooks/run and scripts/recall: the one place that picks recall's Python.
 # with_python ARGS... runs `<python> -I -S ARGS` with the first usable Python 3:
 #   $RECALL_PYTHON, the interpreter a previous hook recorded in the data dir (an absolute path:
 #   no pyenv/asdf shim, which costs ~130 ms), then python3, python and py -3 from PATH.

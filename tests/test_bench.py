@@ -98,7 +98,8 @@ def test_latency_bench_smoke(home):
     assert size["turn"]["blocking_ms"] == pytest.approx(expected, abs=0.2)
     assert all(row["answered"] for row in size["search_commands_ms"].values())
     assert size["prompt_after_idle_ms"]["n"] == 1
-    assert "blocking hook time per turn" in format_latency(report) and "bin/recall search --index" in format_latency(report)
+    said = format_latency(report)
+    assert "blocking hook time per turn" in said and "scripts/recall search --index" in said
     no_worker = report["no_worker"]  # every stored event of those runs is in the spool, none answered by a worker
     assert no_worker["events"] == 6 * 5 and no_worker["spooled"] == 5 * 5  # PreToolUse stores nothing: no spool
     assert all(row["p50"] > 0 for row in no_worker["hooks_ms"].values())

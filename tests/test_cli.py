@@ -93,7 +93,7 @@ def test_every_command_has_help():
 
 @pytest.mark.slow  # times the CLI against a live worker
 def test_search_is_answered_by_the_worker_before_the_cli_is_imported(hooks, home, project):
-    """`recall search` and the /recall:log-search form (bin/recall search --index): with a worker up, the answer
+    """`recall search` and the /recall:log-search form (scripts/recall search --index): with a worker up, the answer
     comes from it before typer, pydantic or the core are imported, and reads exactly as the full CLI's;
     without a worker the full CLI answers."""
     import os
@@ -134,7 +134,7 @@ def test_search_is_answered_by_the_worker_before_the_cli_is_imported(hooks, home
     imported = {line.split("|")[-1].strip().split(".")[0] for line in traced.stderr.splitlines()
                 if line.startswith("import time:")}
     assert not imported & {"typer", "click", "pydantic", "apsw", "numpy", "fastembed"}, imported
-    launcher = subprocess.run([str(ROOT / "bin" / "recall"), "search", "how do we deploy to staging?", "--index"],
+    launcher = subprocess.run([str(ROOT / "scripts" / "recall"), "search", "how do we deploy to staging?", "--index"],
                               cwd=project, env=env, capture_output=True, text=True, timeout=60)
     assert launcher.returncode == 0 and "ship.sh" in launcher.stdout, launcher.stderr
 

@@ -291,7 +291,7 @@ def test_mcp_tools_over_stdio(hooks, home, project):
 def test_plugin_registers_the_mcp_server_and_skill():
     config = json.loads((ROOT / ".mcp.json").read_text())
     server = config["mcpServers"]["recall"]
-    assert server["command"] == "${CLAUDE_PLUGIN_ROOT}/bin/recall" and server["args"][0] == "mcp"
+    assert server["command"] == "${CLAUDE_PLUGIN_ROOT}/scripts/recall" and server["args"][0] == "mcp"
     skill = (ROOT / "skills" / "recall" / "SKILL.md").read_text()
     assert skill.startswith("---\nname: recall\ndescription: ") and "get_memories" in skill
 

@@ -1,8 +1,8 @@
-"""Run the recall CLI from the plugin folder (bin/recall). Standard library only.
+"""Run the recall CLI from the plugin folder (scripts/recall). Standard library only.
 
-Claude Code puts the plugin's bin/ on PATH for the Bash tool and `!` commands, but not its
-environment variables. This script finds the Python that can run the CLI ($RECALL_PYTHON, the
-one the bootstrap chose, the data dir's venv, or the first interpreter on PATH with recall's
+The plugin's .mcp.json, skill and command run scripts/recall by path (Claude Code substitutes
+${CLAUDE_PLUGIN_ROOT} in them), but no hook's environment reaches it. This script finds the Python that can run
+the CLI ($RECALL_PYTHON, the one the bootstrap chose, the data dir's venv, or the first interpreter on PATH with recall's
 dependencies) and replaces itself with `python -m memory_store.shells.cli`, running this
 plugin's code. A search the running worker can answer is answered first, in this process
 (hook/quick_search.py, standard library only).

@@ -1,7 +1,7 @@
 """`recall search` at prompt-path speed: asked of the running worker before anything heavy is imported.
 
 The full CLI (typer, pydantic, the core) costs ~300 ms to import, ten times the search itself. `recall search`
-and its index form (`bin/recall search --index`) first come here, with the standard library and
+and its index form (`scripts/recall search --index`) first come here, with the standard library and
 shared/ only: the arguments are read by hand, the worker (which holds the model) answers, and the hits are
 printed exactly as the CLI prints them (the CLI's search command uses `hit_lines` too). Anything this path does
 not handle (an option it does not know, `--help`, no worker) returns None and the full CLI takes over.

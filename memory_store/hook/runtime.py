@@ -2,7 +2,7 @@
 
 `runtime/python.json` records the interpreter that has recall's dependencies for one plugin
 version (written by the bootstrap, or by a hook that found its own interpreter good enough);
-hooks, the bootstrap and bin/recall all read it through `read_runtime`. Workers and the
+hooks, the bootstrap and scripts/recall all read it through `read_runtime`. Workers and the
 bootstrap are started detached (`detached`) with the same environment (`child_env`): this
 data dir, and this plugin's code first on the path.
 """
@@ -66,7 +66,7 @@ def read_runtime(paths, *, any_version: bool = False, extras: tuple[str, ...] = 
 
 
 def write_runtime(paths, python: str, root, extras: tuple[str, ...] = ()) -> None:
-    """Record the worker's Python for this plugin version (read by hooks and bin/recall)."""
+    """Record the worker's Python for this plugin version (read by hooks and scripts/recall)."""
     ensure_private_dir(paths.runtime)
     record = {"python": python, "version": __version__, "root": str(root), "extras": list(extras), "at": time.time()}
     atomic_write(paths.runtime_info, json.dumps(record))

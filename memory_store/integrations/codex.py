@@ -92,7 +92,7 @@ def launcher() -> Launcher:
     """The plugin folder's launchers when recall runs from one (a clone, Claude Code's plugin cache), else this
     Python's modules (a pip install)."""
     root = Path(__file__).resolve().parents[2]
-    run, cli = root / "hooks" / "run", root / "bin" / "recall"
+    run, cli = root / "hooks" / "run", root / "scripts" / "recall"
     if os.access(run, os.X_OK) and os.access(cli, os.X_OK):
         return Launcher(hook=[str(run)], mcp=[str(cli), "mcp"])
     # -E, not -I: a `pip install --user` lives in the user's site-packages, which -I leaves out.

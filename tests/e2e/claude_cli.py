@@ -23,7 +23,7 @@ import subprocess
 import time
 from pathlib import Path
 
-CLAUDE_CODE_VERSION = "2.1.330"
+CLAUDE_CODE_VERSION = "2.1.337"  # the newest release: its `plugin validate --strict` is the one that must pass
 CLAUDE_CODE_PACKAGE = "@anthropic-ai/claude-code"
 FAKE_API_KEY = "sk-ant-api03-fake-for-tests"
 

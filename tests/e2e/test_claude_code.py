@@ -1,4 +1,5 @@
-"""End-to-end: the real Claude Code CLI (2.1.330, installed with npm into a cache) drives recall.
+"""End-to-end: the real Claude Code CLI (the newest release, claude_cli.CLAUDE_CODE_VERSION, installed with npm into
+a cache) drives recall.
 
 Claude Code runs with a temporary HOME and ANTHROPIC_BASE_URL pointed at a loopback mock of the
 Messages API (tests/e2e/mock_anthropic.py) that records every request body, so we can check what

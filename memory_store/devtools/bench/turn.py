@@ -4,7 +4,7 @@
   each tool call's and the answer's hooks unless they are registered `"async": true`); from the measured p50 of
   each hook and hooks/hooks.json, the time a turn with TOOL_CALLS tool calls spends waiting on recall. The real
   CLI's debug log gives the same figure (tests/e2e); this is its simulation.
-- `recall search` and its index form (`bin/recall search --index`) as a user runs them, against
+- `recall search` and its index form (`scripts/recall search --index`) as a user runs them, against
   a bare interpreter.
 - The first prompt after a long pause inside an open session (the worker's idle timeout shortened, a stand-in
   process as the session's CLAUDE_PID): it must not pay the model load.
@@ -64,13 +64,13 @@ def _timed(argv: list[str], env: dict, cwd: str) -> tuple[float, str]:
 
 
 def measure_search_commands(root: Path, home: Path, project: str, runs: int = 20) -> dict:
-    """`recall search QUERY` (the installed command) and `bin/recall search QUERY --index`, with the worker up,
+    """`recall search QUERY` (the installed command) and `scripts/recall search QUERY --index`, with the worker up,
     interleaved with a bare interpreter; each answer must be shown."""
     env = dict(os.environ, RECALL_HOME=str(home), RECALL_PYTHON=sys.executable)
     installed = Path(sys.executable).with_name("recall")
     command = [str(installed)] if installed.exists() else [sys.executable, "-m", "memory_store.shells.entry"]
     forms = {"recall search": [*command, "search", SEARCH_QUERY],
-             "bin/recall search --index": [str(root / "bin" / "recall"), "search", SEARCH_QUERY, "--index"],
+             "scripts/recall search --index": [str(root / "scripts" / "recall"), "search", SEARCH_QUERY, "--index"],
              "bare python": [sys.executable, "-I", "-S", "-c", "pass"]}
     times: dict[str, list[float]] = {name: [] for name in forms}
     answered = {name: True for name in forms}

@@ -28,7 +28,7 @@ def main() -> None:
     if len(sys.argv) == 1:  # bare `recall`: its help is the answer, not a usage error (click exits 2 for it)
         sys.argv.append("--help")
     try:
-        app(prog_name="recall")  # also when run as `python -m memory_store.shells.cli` (the plugin's bin/recall)
+        app(prog_name="recall")  # also when run as `python -m memory_store.shells.cli` (the plugin's scripts/recall)
     except StorageUnavailable as exc:  # a shared database that cannot be reached: one line, not a traceback
         typer.echo(f"recall: {exc}", err=True)
         sys.exit(1)

@@ -1,4 +1,4 @@
-"""`python -m memory_store.shells.cli`: what bin/recall and the plugin's .mcp.json run."""
+"""`python -m memory_store.shells.cli`: what scripts/recall and the plugin's .mcp.json run."""
 
 from . import main
 
