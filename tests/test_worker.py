@@ -62,6 +62,29 @@ def test_concurrent_sessions_share_one_worker(hooks, home, project, other_projec
     assert store.store.counts()["events"] == 24
 
 
+def test_a_session_start_heard_twice_shows_the_brief_once_and_starts_one_worker(hooks, home, project):
+    """Claude Code 2.1.334 may deliver a plugin's SessionStart twice. With no worker running, both arrive at once, and
+    again one after the other: one worker, and the brief (which holds the first session's work) once."""
+    from conftest import play_deploy_session
+
+    def send(name, **changes):
+        payload = load_payload(name, cwd=str(project), session_id="first", **changes)
+        return hooks.run(payload["hook_event_name"], payload)
+
+    play_deploy_session(send, "remember: the staging deploy needs scripts/ship.sh --canary")
+    stop_worker(home)
+    for heard_together in (True, False):
+        start = load_payload("SessionStart-startup", cwd=str(project), session_id=f"second-{heard_together}")
+        if heard_together:
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                briefs = [r.context for r in pool.map(lambda _: hooks.run("SessionStart", start), range(2))]
+        else:
+            briefs = [hooks.run("SessionStart", start).context for _ in range(2)]
+        assert sum("ship.sh" in brief for brief in briefs) == 1, briefs
+        time.sleep(1.0)  # a second spawn, if any, shows up
+        assert len(worker_pids(home)) == 1
+
+
 def test_a_hook_that_finds_a_worker_just_up_starts_no_second_one(hooks, home, project):
     """A hook that could not reach the worker, which came up and cleared its start marker just after, asks for one:
     nothing is started (a second worker would wait out the first and take over when it is stopped)."""

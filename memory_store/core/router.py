@@ -38,7 +38,7 @@ from .capture.hook_events import (
     parse_event,
 )
 from .diagnostics import alerts
-from .injection import actions, compaction, inject, tiers
+from .injection import actions, brief, compaction, inject, tiers
 from .knowledge import current
 from .records import MemoryDraft
 from .retrieval import gate, search
@@ -79,7 +79,17 @@ class Context:
 def on_session_start(ctx: Context, event: SessionStart) -> dict:
     ctx.store.open_session(event.session_id, ctx.project, ctx.at, event.transcript_path)
     ctx.store.record(ctx.event_id, None, ctx.at)
-    return session_brief(ctx.store, event, ctx.project, ctx.at, ctx.models) if ctx.respond else {}
+    if not ctx.respond:
+        return {}
+    text = brief.session_brief(ctx.store, event, ctx.project, ctx.at)
+    if text is None:  # the same start heard twice
+        return {}
+    message = ""
+    if event.source != "compact":  # once per session: what recall could not use or had to repair
+        message = alerts.session_message(ctx.store.paths, ctx.store.config, ctx.store,
+                                         getattr(ctx.models, "embedder", None),
+                                         getattr(ctx.models, "embedder_error", None))
+    return inject.hook_output("SessionStart", text, message)
 
 
 def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
@@ -104,14 +114,14 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
         return log_search(ctx, command[1])
     if not answers:
         return {}
-    brief = moved_in_brief(store, event.session_id, ctx.project, ctx.at)
+    moved_brief = moved_in_brief(store, event.session_id, ctx.project, ctx.at)
     decision = tiers.warm_recall(store, ctx.models, ctx.project, event.session_id, said.words, ctx.at)
     with stage("render"):
         items = tiers.warm_items(store, decision, ctx.project)
-        budget = min(store.config.inject.budget_chars, inject.HARD_CAP - len(brief) - 1)  # both within the cap
+        budget = min(store.config.inject.budget_chars, inject.HARD_CAP - len(moved_brief) - 1)  # both within the cap
         text, ids = inject.render_block(items, "Possibly relevant to this prompt:", budget,
                                         store.config.inject.max_item_chars, ctx.at)
-        text = "\n".join(part for part in (brief, text) if part)
+        text = "\n".join(part for part in (moved_brief, text) if part)
     shown = [(c.episode.ids() if c.episode else set()) | {c.memory.id} for c in decision.taken if c.memory.id in ids]
     taken = {c.memory.id for c in decision.taken}
     known = [(item.id, f"{item.kind} that answers the prompt") for item in items if item.id in ids and item.id not in taken
@@ -410,25 +420,3 @@ def ingest_spool(store: Store, models: Models) -> int:
 def skipped_turn_id(session_id: str, prompt_id: str) -> str:
     """Ledger key marking a turn whose prompt recall did not keep (so its answer is not kept either)."""
     return f"skipped-turn:{session_id}:{prompt_id}"
-
-
-def session_brief(store: Store, event: SessionStart, project: str, now: float, models: Models | None = None) -> dict:
-    """SessionStart: offer the brief of the hot tier (tiers.brief). A new session (startup, clear) gets
-    what earlier sessions settled; after compaction the session's own recent work comes back too,
-    since the summary replaced it; a resumed session only gets what it has not been shown yet."""
-    if event.source == "compact":
-        store.reset_injections(event.session_id)
-        items = tiers.brief(store, project, now)
-        title = "The latest work in this project (re-offered after compaction):"
-    else:
-        shown = store.injected_ids(event.session_id)
-        items = [i for i in tiers.brief(store, project, now, exclude_session=event.session_id) if i.id not in shown]
-        title = tiers.BRIEF_TITLE
-    text, ids = tiers.render_brief(store, items, title, now)
-    store.note_injection(event.session_id, project, "SessionStart", now, ids, None,
-                         [(i, "recent work in this project (the SessionStart brief)") for i in ids])
-    message = ""
-    if event.source != "compact":  # once per session: what recall could not use or had to repair
-        message = alerts.session_message(store.paths, store.config, store, getattr(models, "embedder", None),
-                                         getattr(models, "embedder_error", None))
-    return inject.hook_output("SessionStart", text, message)

@@ -176,7 +176,7 @@ def warm_recall(store: Store, models: Models, project: str, session_id: str, pro
     context: its own memories, what an earlier prompt of it got injected, and what the SessionStart brief
     showed, unless the prompt's answer from it says more than the brief's digest did (the brief shows each
     item by what it settled, not by what a later question asks). A compaction empties the context, and with
-    it these lists (router.session_brief)."""
+    it these lists (brief.session_brief)."""
     from_prompts = store.injected_ids(session_id, "UserPromptSubmit")
     in_brief = store.injected_ids(session_id) - from_prompts
     decision = gate.judge(store, models, prompt, project, session_id, now, exclude_ids=from_prompts)
