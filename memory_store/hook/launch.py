@@ -60,12 +60,24 @@ def main(argv: list[str]) -> int:
 
     paths = DataPaths(option_value(argv, "--home"))
     env = child_env(None, ROOT)
-    for python in candidates(paths):
-        if has_dependencies(python, ROOT):
-            args = [python, "-m", "memory_store.shells.cli", *argv]
-            if os.name == "nt":  # no exec on Windows: run and pass the status on
-                return subprocess.run(args, env=env).returncode
-            os.execve(python, args, env)
+
+    def cli_command() -> tuple[list[str], dict[str, str]] | None:
+        for python in candidates(paths):
+            if has_dependencies(python, ROOT):
+                return [python, "-m", "memory_store.shells.cli", *argv], env
+        return None
+
+    command = cli_command()
+    if command is not None:
+        args = command[0]
+        if os.name == "nt":  # no exec on Windows: run and pass the status on
+            return subprocess.run(args, env=env).returncode
+        os.execve(args[0], args, env)
+    if argv[:1] == ["mcp"]:  # Claude Code must connect now, or it skips recall's tools for 15 minutes
+        from memory_store.hook.mcp_standin import serve
+
+        return serve(cli_command, f"recall is still setting up its Python (the first-run setup: {paths.bootstrap_log})."
+                                  " Its memory tools answer in a minute or two; try again then.")
     existing = paths.home
     while not existing.exists() and existing != existing.parent:  # a fresh machine: the nearest folder that exists
         existing = existing.parent
