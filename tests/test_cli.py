@@ -159,3 +159,15 @@ def test_a_persons_searches_do_not_make_memories_permanent(home):
     assert [h.id for h in search_anywhere(home, "postgres orders", project="/p/app", touch=True)][0] == first
     with open_recall(home) as recall:
         assert recall.get([first])[0].access_count == 1
+
+
+def test_the_viewer_is_found_by_the_name_users_try_first(home):
+    """`recall ui` is the viewer; `recall viewer` is what a newcomer types (it said "No such command")."""
+    from typer.testing import CliRunner
+
+    from memory_store.shells.cli import app
+
+    for name in ("ui", "viewer"):
+        said = CliRunner().invoke(app, [name, "--help"])
+        assert said.exit_code == 0 and "local web viewer" in said.output
+    assert "viewer" not in CliRunner().invoke(app, ["--help"]).output.split("Commands:")[1].split()

@@ -5,7 +5,6 @@ at once, says "still setting up" from a tool, and serves the real tools as soon 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -13,8 +12,8 @@ import threading
 import pytest
 from conftest import ROOT
 
-from memory_store.shells import mcp_tools
 from memory_store.hook.mcp_standin import TOOLS_FILE
+from memory_store.shells import mcp_tools
 
 pytestmark = pytest.mark.slow  # a venv, the real server behind the stand-in
 

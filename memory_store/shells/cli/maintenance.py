@@ -138,6 +138,7 @@ def demo(
 
 
 @app.command()
+@app.command("viewer", hidden=True)  # what a user looking for "the viewer" types first
 def ui(
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port on 127.0.0.1 (0: any free one).")] = 0,
     no_browser: Annotated[bool, typer.Option("--no-browser", help="Print the address, do not open a browser.")] = False,

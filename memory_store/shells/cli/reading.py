@@ -274,7 +274,7 @@ def projects(home: HomeOption = None, json_output: JsonOption = False):
                    f"{age(now - row['last_activity'])}" + (f", {row['pinned']} pinned" if row["pinned"] else ""))
         here = [p for p in row["paths"] if p["path"] != row["project"]]
         if here:
-            typer.echo("    at " + ", ".join(f"{p['path']} ({p['host']})" for p in here))
+            typer.echo("    at " + ", ".join(f"{p['path']} (on {p['host']})" for p in here))
 
 
 @app.command()
