@@ -23,8 +23,8 @@ from ...shared.projects import locate, repository_identity
 from ...shared.text import plural  # noqa: F401 - the commands import it from here
 
 # Plain (click) help: the rich formatter of this typer labels every flag `<bool>` as if it took a value.
-app = typer.Typer(help="recall: local, offline memory for Claude Code and Codex.", no_args_is_help=True, add_completion=False,
-                  pretty_exceptions_enable=False, rich_markup_mode=None)
+app = typer.Typer(help="recall: local, offline memory for Claude Code and Codex.", no_args_is_help=True,
+                  add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
 bench_app = typer.Typer(help="Measure retrieval quality and hook latency.", no_args_is_help=True,
                         rich_markup_mode=None)
 worker_app = typer.Typer(help="Control the background worker.", no_args_is_help=True, rich_markup_mode=None)
