@@ -315,3 +315,19 @@ def test_a_question_for_a_command_gets_it_beside_the_fact_its_answer_led_with(de
                                recall.models.embedder.embed_query(asked), intent.classify(asked))
     assert any(f.item.kind == "procedure" and "mix phx.server" in f.item.text for f in found), \
         [(f.item.kind, f.item.text, f.why) for f in found]
+
+
+@pytest.mark.parametrize("interrupted", [False, True])
+def test_an_answer_the_user_interrupted_states_nothing_settled(demo, recall, project, interrupted):
+    """Claude Code 2.1.335's Interrupt event: the user cut the turn short (Esc), so what its answer had said so far
+    is not current knowledge, however the answer is kept later (here its Stop; else SessionEnd's transcript)."""
+    session, turn = str(uuid.uuid4()), str(uuid.uuid4())
+    demo.fire("SessionStart-startup", session)
+    demo.fire("UserPromptSubmit", session, prompt="which port should the grpc gateway listen on?", prompt_id=turn)
+    if interrupted:
+        demo.fire("Interrupt", session, prompt_id=turn)
+    demo.fire("Stop", session, prompt_id=turn, last_assistant_message="The gRPC gateway listens on port 9443 now.")
+    demo.fire("SessionEnd-other", session)
+    demo.recall.embed_pending()
+    learned = any("9443" in item.text for item in recall.knowledge(project_for(str(project))))
+    assert learned != interrupted

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .capture import ties
+from .capture.hook_events import interrupted_turn_id
 from .knowledge import commands, extract
 from .storage import Store
 
@@ -44,7 +45,8 @@ def learn_pending(store: Store, batch: int = LEARN_BATCH, max_batches: int | Non
         for memory in store.get(ids):
             try:
                 asked, failures = _turn_of(store, memory)
-                read.append((memory, extract.observations(memory, asked, failures), ties.of_memory(memory)))
+                items = [] if _interrupted(store, memory) else extract.observations(memory, asked, failures)
+                read.append((memory, items, ties.of_memory(memory)))
             except Exception as exc:  # noqa: BLE001  one memory recall cannot read stops no other reading
                 store.log.error("memory_unreadable", memory=memory.id, error=f"{type(exc).__name__}: {exc}"[:300])
         with store.db.write():
@@ -56,6 +58,13 @@ def learn_pending(store: Store, batch: int = LEARN_BATCH, max_batches: int | Non
         done += len(ids)
         batches += 1
     return done
+
+
+def _interrupted(store: Store, memory) -> bool:
+    """Is `memory` the answer of a turn an interrupt ended (router.on_interrupt)? It states nothing settled."""
+    prompt_id = memory.meta.get("prompt_id")
+    return memory.kind in ("exchange", "response") and bool(prompt_id) and bool(memory.session_id) and \
+        store.has_event(interrupted_turn_id(memory.session_id, str(prompt_id)))
 
 
 def _turn_of(store: Store, memory) -> tuple[str, tuple[str, ...]]:

@@ -26,6 +26,7 @@ from .capture import capture, codex_rollouts, preferences, tool_calls, transcrip
 from .capture.hook_events import (
     HANDLED_EVENTS,
     CwdChanged,
+    Interrupt,
     PostToolUse,
     PostToolUseFailure,
     PreCompact,
@@ -35,6 +36,7 @@ from .capture.hook_events import (
     Stop,
     SubagentStop,
     UserPromptSubmit,
+    interrupted_turn_id,
     parse_event,
 )
 from .diagnostics import alerts
@@ -322,6 +324,17 @@ def on_stop(ctx: Context, event: Stop) -> dict:
     return {}  # additionalContext at Stop would start another model turn
 
 
+def on_interrupt(ctx: Context, event: Interrupt) -> dict:
+    """The user (or something for them) cut the turn short: its answer is not a settled answer. Noted for the turn,
+    so that the reading of knowledge takes nothing from it (jobs.learn_pending), whenever it is kept."""
+    prompt = ctx.store.turn_prompt(event.session_id, event.prompt_id)
+    prompt_id = event.prompt_id or (str(prompt.meta.get("prompt_id") or "") if prompt else "")
+    if prompt_id:
+        ctx.store.record(interrupted_turn_id(event.session_id, prompt_id), None, ctx.at)
+    ctx.store.record(ctx.event_id, None, ctx.at)
+    return {}
+
+
 def on_session_end(ctx: Context, event: SessionEnd) -> dict:
     ctx.store.close_session(event.session_id, ctx.project, ctx.at, event.reason)
     if ctx.client == CLAUDE_CODE:  # Codex waits for its Stop and PostToolUse hooks (and writes another transcript)
@@ -337,6 +350,7 @@ HANDLERS: dict[str, Callable[[Context, Any], dict | str]] = {
     "PostToolUse": on_tool,
     "PostToolUseFailure": on_tool_failure,
     "Stop": on_stop,
+    "Interrupt": on_interrupt,
     "SessionEnd": on_session_end,
     "SubagentStop": on_subagent_stop,
     "PreCompact": on_pre_compact,

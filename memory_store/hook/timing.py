@@ -13,7 +13,7 @@ ASYNC_DEADLINE = 1.0
 # error); failures are rare.
 ANSWER_DEADLINE = {"SessionStart": 3.0, "UserPromptSubmit": 3.0, "PreCompact": 3.0, "SessionEnd": 0.5,
                    "PreToolUse": 0.5, "PostToolUse": ASYNC_DEADLINE, "PostToolUseFailure": 1.5,
-                   "Stop": ASYNC_DEADLINE, "SubagentStop": ASYNC_DEADLINE}
+                   "Stop": ASYNC_DEADLINE, "SubagentStop": ASYNC_DEADLINE, "Interrupt": ASYNC_DEADLINE}
 ANSWER_ONLY = ("PreToolUse",)  # events that store nothing: never spooled, never a reason to start a worker
 DEFAULT_ANSWER_DEADLINE = 1.5
 # Events worth waiting for a worker that is just starting (it answers ~0.3-1 s after a spawn).

@@ -97,10 +97,25 @@ class CwdChanged(HookPayload):
     new_cwd: str | None = None
 
 
+class Interrupt(HookPayload):
+    """An interrupt ended the turn (Claude Code 2.1.335): who (`source`: user, session, system) and why (`reason`:
+    stop, permission_denied, rewind, other). Its output is ignored."""
+
+    hook_event_name: Literal["Interrupt"]
+    source: str = "user"
+    reason: str = "other"
+    via: str | None = None
+
+
+def interrupted_turn_id(session_id: str, prompt_id: str) -> str:
+    """Ledger key of a turn an interrupt ended: its answer, however it is kept later, states nothing settled."""
+    return f"interrupted-turn:{session_id}:{prompt_id}"
+
+
 HookEvent = (SessionStart | UserPromptSubmit | PreToolUse | PostToolUse | PostToolUseFailure | Stop | SessionEnd
-             | SubagentStop | PreCompact | CwdChanged)
+             | SubagentStop | PreCompact | CwdChanged | Interrupt)
 HANDLED_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop",
-                  "SessionEnd", "SubagentStop", "PreCompact", "CwdChanged")
+                  "SessionEnd", "SubagentStop", "PreCompact", "CwdChanged", "Interrupt")
 _EVENT_ADAPTER = TypeAdapter(HookEvent)
 
 
