@@ -5,6 +5,7 @@ through the router, the background reading the worker does, a real SQLite file (
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 
@@ -495,3 +496,15 @@ def test_a_hook_that_has_spent_its_time_reading_reads_no_more(demo):
     with engine.reads_once(0.0):
         [answer] = engine.resolve(store.knowledge, project, old)
     assert answer.item.id == old[0].id
+
+
+def test_the_brief_shows_a_changed_value_once_not_also_as_the_exchange_that_stated_it(demo):
+    """The brief leads with what changed; the exchange the new value came from is the same memory: one line, not two
+    ("the brief held #98 twice, once as a fact and once as the exchange it came from")."""
+    turn(demo, "how many workers does the thumbnail queue run?", "thumbnail_workers is 4 for now.")
+    turn(demo, "thumbnails lag behind uploads", "I raised thumbnail_workers to 12 in config/queues.yml; the backlog "
+                                                "drains in under a minute now.")
+    brief = demo.start()
+    ids = re.findall(r"\[#(\d+) ", brief)
+    assert any("(was" in line and "12" in line for line in brief.splitlines()), brief
+    assert len(ids) == len(set(ids)), brief

@@ -85,6 +85,10 @@ def _brief(store: Store, project: str, now: float, exclude_session: str | None) 
     shown = {m.id for m in ranked}
     ranked = [m for m in ranked if not any(n.id in shown for n in newer.get(m.id, ()))]
     limit = brief_item_chars(store)
+    lead = _knowledge_lead(store, project, now, exclude_session)
+    # A changed value the brief leads with is not shown again as the exchange that stated it (one memory, one line).
+    led = {item.id for item in lead}
+    ranked = [m for m in ranked if not (episodes[m.id].ids() if m.id in episodes else {m.id}) & led]
     items = []
     for memory in sorted(ranked, key=lambda m: (m.created_at, m.id)):
         team = memory.visibility == "team"
@@ -97,7 +101,7 @@ def _brief(store: Store, project: str, now: float, exclude_session: str | None) 
                                      f"(open, no answer yet) {memory.text}"))
         else:
             items.append(inject.episode_item(episodes[memory.id], set(), limit, newer.get(memory.id, [])))
-    return code_paths.checked_items(store, project, distinct(_knowledge_lead(store, project, now, exclude_session) + items))
+    return code_paths.checked_items(store, project, distinct(lead + items))
 
 
 BRIEF_KNOWLEDGE = 2  # changed facts the brief leads with
