@@ -350,6 +350,14 @@ def test_log_search_words_are_searched_and_never_reach_a_shell(hooks, home, proj
     nothing = send("UserPromptSubmit", prompt="/recall:log-search qzxv unrelated plover", prompt_id="ls2").context
     assert "Nothing relevant found for 'qzxv unrelated plover'" in nothing
     assert not [m for m in stored(home).search("plover", project=str(project)) if "plover" in m.text]  # not kept
+    # What it showed has its receipt, and an answer is listed with its question (it read "#2 exchange: Mock reply").
+    from typer.testing import CliRunner
+
+    from memory_store.shells.cli import app
+
+    listed = CliRunner().invoke(app, ["injections", "--home", str(home)]).output
+    assert "found by /recall:log-search for 'staging" in listed, listed
+    assert "Q: " in listed and " → A: " in listed, listed
 
 
 def test_recall_brief_previews_what_the_next_session_start_offers(hooks, home, project):

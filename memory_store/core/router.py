@@ -113,7 +113,7 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
         if draft is None and event.prompt_id:  # a recall command or a private prompt: its answer is not kept either
             store.record(skipped_turn_id(event.session_id, event.prompt_id), None, ctx.at)
     if command is not None and command[0] == capture.LOG_SEARCH and ctx.respond:
-        return log_search(ctx, command[1])
+        return log_search(ctx, event.session_id, command[1])
     if not answers:
         return {}
     moved_brief = moved_in_brief(store, event.session_id, ctx.project, ctx.at)
@@ -136,16 +136,20 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
     return inject.hook_output("UserPromptSubmit", text)
 
 
-def log_search(ctx: Context, query: str) -> dict:
+def log_search(ctx: Context, session_id: str, query: str) -> dict:
     """`/recall:log-search QUERY`: the index of what the search surfaces show for QUERY in this project, added to
     the command's prompt. The words come from the prompt as typed: each character is searched, none reaches a
-    shell (the command's file runs nothing)."""
+    shell (the command's file runs nothing). Its receipt says what it showed (`recall injections`)."""
     if not query:
         text = inject.fence("No query given: `/recall:log-search WORDS` searches this project's memories.")
     else:
         with stage("search"):
             hits = search.shown_hits(ctx.store, ctx.models, query, LOG_SEARCH_LIMIT, ctx.project)
         text = inject.search_index(hits, query, ctx.at)
+        why = f"found by /recall:log-search for {query[:80]!r}"
+        later.after_answer(lambda: ctx.store.note_injection(
+            session_id, ctx.project, "UserPromptSubmit", ctx.at, [hit.id for hit in hits], None,
+            [(hit.id, why) for hit in hits]))
     return inject.hook_output("UserPromptSubmit", text)
 
 

@@ -253,6 +253,8 @@ def injections(
                    f"{prompt}")
         for item in receipt["memories"]:
             text = one_line(item["text"], 90) if item.get("text") else "(forgotten)"
+            if item.get("question") and item.get("text"):  # an answer is read with its question
+                text = f"Q: {one_line(item['question'], 60)} → A: {text}"
             typer.echo(f"  #{item['id']} {item.get('kind') or ''}: {text}\n     why: {item['why']}")
 
 
