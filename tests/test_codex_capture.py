@@ -17,6 +17,7 @@ from test_codex_install import recall_cli
 
 from memory_store.core.capture.tool_calls import normalized
 from memory_store.integrations import codex
+from memory_store.shared.projects import project_for
 
 CODEX_FIXTURES = FIXTURES / "codex"
 ROLLOUT = next(CODEX_FIXTURES.glob("rollout-*.jsonl"))
@@ -221,6 +222,38 @@ def test_a_private_turn_keeps_neither_its_prompt_nor_its_answer_and_a_running_tu
     assert ("exchange", "With make ship.") in kept and ("prompt", "<div> renders twice, why?") in kept
     assert not any("4417" in text for _, text in kept), kept  # nor paired with the turn before
     assert not any("Let me look first" in text for _, text in kept)  # the last turn has not ended: no answer yet
+
+
+def test_a_codex_session_that_moves_to_another_repository_files_each_turn_where_it_happened(tmp_path):
+    """A session that works in one repository, then in another (its turn_context says where): each turn's prompt,
+    commands and answer belong to the repository it happened in, not all to the last one."""
+    first, second = tmp_path / "billing", tmp_path / "storefront"
+    for repo in (first, second):
+        (repo / ".git").mkdir(parents=True)
+    lines = [{"timestamp": "2026-11-28T09:00:00.000Z", "type": "session_meta",
+              "payload": {"id": "s-moves", "cwd": str(first)}}]
+    for n, (where, prompt, answer) in enumerate([(first, "why do invoices round down?", "Invoices use banker's "
+                                                  "rounding in invoice_total()."),
+                                                 (second, "why is the cart badge stale?", "The badge reads a cached "
+                                                  "count; it now listens to cart_updated.")]):
+        lines += [{"timestamp": f"2026-11-28T09:0{n}:01.000Z", "type": "turn_context", "payload": {"cwd": str(where)}},
+                  {"timestamp": f"2026-11-28T09:0{n}:02.000Z", "type": "event_msg", "payload": {"type": "task_started"}},
+                  {"timestamp": f"2026-11-28T09:0{n}:03.000Z", "type": "response_item", "payload": said("user", prompt)},
+                  {"timestamp": f"2026-11-28T09:0{n}:04.000Z", "type": "response_item",
+                   "payload": said("assistant", answer)},
+                  {"timestamp": f"2026-11-28T09:0{n}:05.000Z", "type": "event_msg", "payload": {"type": "task_complete"}}]
+    session = tmp_path / "rollout-2026-11-28T09-00-00-s-moves.jsonl"
+    session.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    data = tmp_path / "data"
+    import_into(data, session)
+    recall = stored(data)
+    try:
+        where = {m.text: m.project for m in recall.select()}
+    finally:
+        recall.close()
+    assert where["why do invoices round down?"] == project_for(str(first)), where
+    assert where["why is the cart badge stale?"] == project_for(str(second)), where
+    assert {p for text, p in where.items() if "banker's" in text} == {project_for(str(first))}, where
 
 
 def test_a_compressed_codex_session_file_imports_the_same(tmp_path):

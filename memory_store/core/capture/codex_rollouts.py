@@ -123,7 +123,9 @@ class _Session:
 
     id: str
     cwd: str = "/"
+    first_cwd: str = ""  # where the session started: its project in the list of sessions
     prompt: str | None = None
+    prompt_cwd: str = "/"  # where the turn's prompt was given: its answer belongs there too
     prompt_key: str = ""
     answer: str = ""
     answer_at: float = 0.0
@@ -157,6 +159,7 @@ def import_rollout(store: Store, path: Path, report: ImportReport) -> int:
             if kind == "session_meta" and isinstance(payload.get("id") or payload.get("session_id"), str):
                 session.id = payload.get("id") or payload["session_id"]
             session.cwd = payload["cwd"] if isinstance(payload.get("cwd"), str) and payload["cwd"] else session.cwd
+            session.first_cwd = session.first_cwd or session.cwd
             session.started = session.started or at
             continue
         if kind == "event_msg" and isinstance(payload, dict):
@@ -177,17 +180,21 @@ def import_rollout(store: Store, path: Path, report: ImportReport) -> int:
         items += _read_item(item, at, f"codex:{session.id}:{number}", session, cfg, report)
     if session.turn_done or not session.events_seen:  # a turn still running has no final answer yet
         items += _close_turn(session, cfg)
-    project, root = locate(session.cwd)
+    # Each memory belongs to the project of the folder the session was in when it happened (a session that moves to
+    # another repository files its later turns there): the drafts were made with that folder as their project.
+    places = {where: locate(where) for where in {session.first_cwd or session.cwd} | {d.project for _, d, _ in items if d}}
     for _, draft, _ in items:
         if draft is not None:
-            draft.project = project
+            draft.project = places[draft.project][0]
             draft.session_id = session.id
             draft.meta["client"] = CODEX
-    if Path(root).is_dir():
-        store.note_project_path(project, root)
+    for project, root in set(places.values()):
+        if Path(root).is_dir():
+            store.note_project_path(project, root)
     results = store.record_many(items, restoring=True)
     if session.started:
-        store.import_session(session.id, project, session.started, session.ended, str(path))
+        store.import_session(session.id, places[session.first_cwd or session.cwd][0], session.started, session.ended,
+                             str(path))
     report.events += len(results)
     report.new_memories += sum(1 for r in results if r.created)
     report.duplicates += sum(1 for r in results if not r.created and not r.duplicate_event and r.memory_id)
@@ -203,9 +210,9 @@ def _read_item(item: dict, at: float, key: str, session: _Session, cfg: CaptureC
             report.not_the_users += bool(text.strip())
             return []
         found = _close_turn(session, cfg)
-        draft = capture.prompt_memory(text, cfg, "", session.id, at)
+        draft = capture.prompt_memory(text, cfg, session.cwd, session.id, at)
         # A private prompt or a recall command is not kept, nor is its answer (as the hooks do).
-        session.prompt, session.prompt_key, session.answer = text, key, ""
+        session.prompt, session.prompt_key, session.answer, session.prompt_cwd = text, key, "", session.cwd
         session.kept_prompt, session.turn_done = draft is not None, False
         return [*found, (key, draft, at)]
     if kind == "message" and item.get("role") == "assistant":
@@ -235,10 +242,11 @@ def _tool_memories(call: tuple[str, Any, float], output: Any, at: float, key: st
         if code not in (None, 0):
             draft = capture.tool_failure(PostToolUseFailure(hook_event_name="PostToolUseFailure",
                                                             error=failure_text(code, said["tool_response"]), **common),
-                                         cfg, "", at)
+                                         cfg, session.cwd, at)
         else:
             draft = capture.tool_observation(PostToolUse(hook_event_name="PostToolUse",
-                                                         tool_response=said["tool_response"], **common), cfg, "", at)
+                                                         tool_response=said["tool_response"], **common), cfg,
+                                             session.cwd, at)
         found.append((f"{key}:{n}" if n else key, draft, at))
     return found
 
@@ -248,7 +256,8 @@ def _close_turn(session: _Session, cfg: CaptureConfig) -> list[tuple[str, Memory
     if session.prompt is None or not session.kept_prompt or not session.answer.strip():
         session.prompt = None
         return []
-    draft = capture.exchange_memory(session.prompt, session.answer, cfg, "", session.id, session.answer_at)
+    draft = capture.exchange_memory(session.prompt, session.answer, cfg, session.prompt_cwd, session.id,
+                                    session.answer_at)
     session.prompt, session.answer = None, ""
     return [(session.prompt_key + ":answer", draft, session.answer_at)]
 
