@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
@@ -387,3 +388,23 @@ def test_a_worker_error_spools_what_stores_and_drops_what_only_answers(home, pro
     spool = DataPaths(home).spool
     assert printed == b"" and route == ("spool" if kept else "failed")
     assert (spool.exists() and any(spool.glob("*.json"))) == kept
+
+
+def test_a_prompt_during_a_rebuild_after_an_update_says_so_once(hooks, home, project):
+    """After an update, the old worker answers the new session's SessionStart and steps down; the new version's
+    environment is still being built. The prompt got nothing, silently: now the user is told, once per version."""
+    from memory_store.hook import runtime
+    from memory_store.version import __version__
+
+    paths = DataPaths(home)
+    paths.runtime.mkdir(parents=True, exist_ok=True)
+    paths.bootstrap_state.write_text(json.dumps({"state": "running", "at": time.time(),
+                                                 "version": __version__}))
+    hooks.env.pop("RECALL_PYTHON", None)  # no Python with recall's dependencies is known yet: the rebuild makes it
+    assert runtime.read_runtime(paths, any_version=True) is None
+    said = [send.output for send in (
+        hooks.run("UserPromptSubmit", load_payload("UserPromptSubmit", cwd=str(project), prompt=f"question {n}"))
+        for n in range(2))]
+    assert said[0] and set(said[0]) == {"systemMessage"} and "update" in said[0]["systemMessage"], said
+    assert said[1] is None, said  # once
+    assert len(list(paths.spool.glob("*.json"))) == 2  # both prompts kept for the worker to come

@@ -45,7 +45,7 @@ def recover(home: str, event: str, event_id: str, received_at: float, raw: bytes
     if waits:
         spool_event(home, event, event_id, received_at, payload, client=client)
     runtime.remember_interpreter(paths)
-    if event == "SessionStart":
+    if event in ("SessionStart", "UserPromptSubmit"):  # after an update, the old worker answered the SessionStart
         notice = notices.first_run_notice(paths, started)
         if notice:
             return json.dumps(notice).encode("utf-8"), "spool"

@@ -1,5 +1,5 @@
-"""What the hook side tells the user, once, through a SessionStart systemMessage (shown to the user,
-never to the model). Standard library only."""
+"""What the hook side tells the user, once, through a SessionStart or UserPromptSubmit systemMessage (shown to the
+user, never to the model). Standard library only."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from ..shared.files import ensure_private_dir
 from ..shared.logs import worker_out_tail
 from ..shared.paths import DataPaths
 from ..shared.text import cap
+from ..version import __version__
 from . import runtime
 
 
@@ -30,9 +31,10 @@ def first_run_notice(paths: DataPaths, started: str) -> dict:
     """Tell the user, once, that recall is setting itself up, or that setup or the worker failed."""
     state = runtime.bootstrap_state(paths).get("state")
     if started == "bootstrap" or state == "running":
-        key, text = "running", (
-            "recall: first-run setup has started in the background (a private Python environment, about a "
-            "minute). Sessions are captured meanwhile; recalled context starts once setup is done."
+        # Once per version: after an update that rebuilds the environment, the first prompt got nothing, silently.
+        key, text = f"running-{__version__}", (
+            "recall: setup of its private Python environment is running in the background (after an install or an "
+            "update, about a minute). Sessions are captured meanwhile; recalled context comes back once it is done."
         )
     elif started == "failed" or state == "failed":
         key, text = "failed", (
