@@ -508,3 +508,15 @@ def test_the_brief_shows_a_changed_value_once_not_also_as_the_exchange_that_stat
     ids = re.findall(r"\[#(\d+) ", brief)
     assert any("(was" in line and "12" in line for line in brief.splitlines()), brief
     assert len(ids) == len(set(ids)), brief
+
+
+def test_a_decision_its_answer_states_in_full_is_injected_once(demo):
+    """The decision read from an answer and the answer itself are one memory: when the answer's line, as injected,
+    says the decision whole, the decision's own line is left out (`recall demo` showed #7 twice at one prompt)."""
+    turn(demo, "the e2e suite flakes on CI but never locally, can you dig into it?",
+         "Found it: the suite raced the database container's start, so the first test often hit a closed port. I "
+         "added a health check to the postgres service in .github/workflows/e2e.yml. Decision: e2e tests always use "
+         "the CI's postgres service container, never a database on the runner host.")
+    injected = demo.ask("where do the e2e tests get their postgres from on CI?")
+    assert "never a database on the runner host" in injected, injected
+    assert injected.count("never a database on the runner host") == 1, injected

@@ -121,8 +121,8 @@ def on_prompt(ctx: Context, event: UserPromptSubmit) -> dict:
     with stage("render"):
         items = tiers.warm_items(store, decision, ctx.project)
         budget = min(store.config.inject.budget_chars, inject.HARD_CAP - len(moved_brief) - 1)  # both within the cap
-        text, ids = inject.render_block(items, "Possibly relevant to this prompt:", budget,
-                                        store.config.inject.max_item_chars, ctx.at)
+        text, ids = tiers.render_said_once(items, "Possibly relevant to this prompt:", budget,
+                                           store.config.inject.max_item_chars, ctx.at)
         text = "\n".join(part for part in (moved_brief, text) if part)
     shown = [(c.episode.ids() if c.episode else set()) | {c.memory.id} for c in decision.taken if c.memory.id in ids]
     taken = {c.memory.id for c in decision.taken}

@@ -243,6 +243,25 @@ def _item(store: Store, decision: gate.Decision, candidate: gate.Candidate) -> i
                                decision.intent.wants)
 
 
+def render_said_once(items: list[inject.Item], title: str, budget: int, item_limit: int,
+                     now: float) -> tuple[str, list[int]]:
+    """inject.render_block, then again without a fact, procedure or decision that another line, as it was rendered,
+    says whole (a decision an answer states in full was shown twice: its line and its answer's). warm_items can only
+    guess what a line keeps once cut to the budget; this looks."""
+    text, ids = inject.render_block(items, title, budget, item_limit, now)
+    rendered = [" ".join(line.split()).lower() for line in text.split("\n")[-len(ids) - 1:-1]] if ids else []
+    repeated = set()
+    for n, item in enumerate(items[:len(ids)]):
+        said = " ".join(_KNOWLEDGE_LABEL.sub("", item.text).split()).lower().rstrip(".")
+        if item.kind in knowledge.KINDS and "(was " not in said and "(set in " not in said and \
+                any(said in line for m, line in enumerate(rendered) if m != n):
+            repeated.add(n)
+    if not repeated:
+        return text, ids
+    return inject.render_block([item for n, item in enumerate(items) if n not in repeated], title, budget,
+                               item_limit, now)
+
+
 def warm_items(store: Store, decision: gate.Decision, project: str) -> list[inject.Item]:
     """The facts, procedures and decisions that answer the prompt (retrieval/knowledge.py), then the taken candidates:
     each episode's answer to the prompt, as it stands against the project's code (code_paths.py). An item is left
