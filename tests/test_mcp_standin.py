@@ -5,6 +5,7 @@ at once, says "still setting up" from a tool, and serves the real tools as soon 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -80,3 +81,18 @@ def test_during_setup_the_server_connects_at_once_and_serves_once_ready(home, tm
     finally:
         session.close()
     assert session.process.returncode == 0
+
+
+def test_a_real_server_that_cannot_start_leaves_the_stand_in_answering():
+    """The Python looked ready but its server ends at once (a broken install): the tool call still gets an answer,
+    and the connection stays."""
+    from memory_store.hook.mcp_standin import StandIn
+
+    ends = ([sys.executable, "-c", "pass"], dict(os.environ))
+    standin = StandIn(lambda: ends, "still setting up")
+    standin.answer({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}})
+    for ident in (2, 3):
+        reply = standin.answer({"jsonrpc": "2.0", "id": ident, "method": "tools/call",
+                                "params": {"name": "search", "arguments": {"query": "x"}}})
+        assert reply["id"] == ident and reply["result"]["isError"], reply
+    assert standin.real is None

@@ -90,10 +90,15 @@ class StandIn:
         if method == "tools/list":
             return _result(ident, {"tools": self.described["tools"]})
         if method == "tools/call":
-            real = self._real()
-            if real is None:
-                return _result(ident, {"content": [{"type": "text", "text": self.setting_up}], "isError": True})
-            return real.ask(message)
+            try:
+                real = self._real()
+                if real is not None:
+                    return real.ask(message)
+            except OSError:  # it could not start, or it ended: the next call starts it again
+                if self.real is not None:
+                    self.real.close()
+                self.real = None
+            return _result(ident, {"content": [{"type": "text", "text": self.setting_up}], "isError": True})
         return {"jsonrpc": "2.0", "id": ident, "error": {"code": METHOD_NOT_FOUND, "message": f"no method {method}"}}
 
     def _real(self) -> RealServer | None:
