@@ -387,3 +387,42 @@ def test_uninstall_with_keep_data_leaves_no_recall_process(claude, tmp_path):
         assert (inst.data / "recall.db").exists()
     finally:
         stop_worker(inst.data)
+
+
+def test_during_setup_the_recall_tools_are_there_and_say_so(claude, tmp_path):
+    """No Python with recall's dependencies yet (the first-run setup, an upgrade's rebuild): Claude Code connects to
+    recall's MCP server at once (a failed connection was cached for 15 minutes), lists its tools, and a call says
+    recall is still setting up."""
+    import subprocess
+
+    inst = Installed(claude, tmp_path)
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    said: list[str] = []
+
+    def script(body):
+        names = [t.get("name", "") for t in body.get("tools", [])]
+        search = next((n for n in names if n.startswith("mcp__") and "recall" in n and n.endswith("__search")), None)
+        if search is None or tool_results_in_turn(body):
+            said.append("tools: " + " ".join(names))
+            return Text(DEFAULT_TEXT)
+        return ToolUse(name=search, input={"query": "staging deploy"})
+
+    try:
+        with MockAnthropic(script=script) as mock:
+            env = claude_env(inst.home, mock.url, extra={"RECALL_PYTHON": str(bare / "bin" / "python"),
+                                                         "PATH": f"{bare / 'bin'}:/usr/bin:/bin",
+                                                         "MCP_CONNECTION_NONBLOCKING": "0"})
+            for args in (["plugin", "marketplace", "add", str(ROOT)], ["plugin", "install", "recall@recall"]):
+                done = run_claude(inst.claude, args, env, cwd=inst.project, timeout=120)
+                assert done.returncode == 0, f"{args} failed:\n{done.stdout}\n{done.stderr}"
+            result = run_claude(inst.claude, ["-p", "What did we say about staging deploys?", "--allowedTools",
+                                              "mcp__plugin_recall_recall__search"], env, cwd=inst.project, timeout=180)
+            requests = mock.main_requests
+        assert result.returncode == 0, f"claude -p failed:\n{result.stdout}\n{result.stderr}"
+        results = json.dumps([block for r in requests for m in r.get("messages", []) if m.get("role") == "user"
+                              and isinstance(m.get("content"), list) for block in m["content"]
+                              if block.get("type") == "tool_result"])
+        assert "still setting up" in results, (said, results[-2000:])
+    finally:
+        stop_worker(inst.data)
