@@ -252,9 +252,10 @@ def render_said_once(items: list[inject.Item], title: str, budget: int, item_lim
     rendered = [" ".join(line.split()).lower() for line in text.split("\n")[-len(ids) - 1:-1]] if ids else []
     repeated = set()
     for n, item in enumerate(items[:len(ids)]):
+        if item.kind not in knowledge.KINDS or knowledge.says_more_than_its_item(item.text):
+            continue
         said = " ".join(_KNOWLEDGE_LABEL.sub("", item.text).split()).lower().rstrip(".")
-        if item.kind in knowledge.KINDS and "(was " not in said and "(set in " not in said and \
-                any(said in line for m, line in enumerate(rendered) if m != n):
+        if any(said in line for m, line in enumerate(rendered) if m != n):
             repeated.add(n)
     if not repeated:
         return text, ids

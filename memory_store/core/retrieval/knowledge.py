@@ -37,6 +37,7 @@ MIN_SHARED_WORDS = 1  # and at least this many of the prompt's content words in 
 # staging device suites?" and "Run the device tests with `./gradlew connectedCheck -Pflavor=staging`": 0.37)
 WORDED_SHARED, MIN_WORDED_SIMILARITY = 2, 0.3
 MAX_SHOWN = 2
+SET_IN, WAS = " (set in ", " (was "  # what `shown` adds to an item's text
 MAX_REPLACED_SHOWN = 1  # earlier values named after the current one
 RUNNER_UP_MARGIN = 0.15  # a second item is shown only this close to the first
 RESOLVED = 6  # the best matches whose things are looked up (what is current about them): a few reads each
@@ -167,7 +168,12 @@ def shown(found: Found, owner: str = "") -> str:
     by = f" (team, by {item.owner})" if item.team and item.owner and item.owner != owner else ""
     line = f"{label} since {day(item.created_at)}{by}: {item.text}"
     if found.where and found.where not in item.text:
-        line += f" (set in {found.where})"
+        line += f"{SET_IN}{found.where})"
     for earlier in found.replaced:
-        line += f" (was {earlier.value} until {day(item.created_at)})"
+        line += f"{WAS}{earlier.value} until {day(item.created_at)})"
     return line
+
+
+def says_more_than_its_item(line: str) -> bool:
+    """Does a `shown` line add to its item's text: the file that sets it, or the values it replaced?"""
+    return SET_IN in line or WAS in line
